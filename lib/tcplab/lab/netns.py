@@ -1,0 +1,139 @@
+"""Network namespaces: create, remove, run code and processes inside them.
+
+Namespaces are registered under /var/run/netns (pyroute2 does it the way iproute2 does),
+so users can inspect a running lab with ``ip netns exec tcplab-…-server ss -tin``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+import threading
+import time
+from typing import Any, Callable, Sequence, TypeVar
+
+from pyroute2 import netns as _pr_netns
+
+PREFIX = "tcplab-"
+NETNS_DIR = "/var/run/netns"
+_CLONE_NEWNET = 0x40000000
+
+T = TypeVar("T")
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def create(name: str) -> None:
+    _pr_netns.create(name)
+
+
+def exists(name: str) -> bool:
+    return os.path.exists(os.path.join(NETNS_DIR, name))
+
+
+def listed(prefix: str = PREFIX) -> list[str]:
+    return sorted(n for n in _pr_netns.listnetns() if n.startswith(prefix))
+
+
+def pids(name: str) -> list[int]:
+    """Processes whose network namespace is ``name``."""
+    return sorted(_pr_netns.ns_pids().get(name, []))
+
+
+def kill_all(name: str, grace: float = 1.0) -> list[int]:
+    """SIGTERM, then SIGKILL, every process still inside the namespace; returns their pids."""
+    victims = pids(name)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in victims:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(_alive(p) for p in victims):
+            time.sleep(0.02)
+        if not any(_alive(p) for p in victims):
+            break
+    return victims
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purpose; its parent will reap it.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def remove(name: str) -> None:
+    if exists(name):
+        _pr_netns.remove(name)
+
+
+def run_in(name: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call ``fn`` inside namespace ``name`` and return its result.
+
+    setns(2) changes the namespace of the calling thread only, so a short-lived thread
+    does the work and the rest of the process never leaves the initial namespace.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            fd = os.open(os.path.join(NETNS_DIR, name), os.O_RDONLY)
+            try:
+                if _libc.setns(fd, _CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"setns into {name}: {os.strerror(err)}")
+            finally:
+                os.close(fd)
+            box["result"] = fn(*args, **kwargs)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"netns-{name}")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def command(name: str, argv: Sequence[str]) -> list[str]:
+    """The argv that runs ``argv`` inside namespace ``name``.
+
+    ``ip netns exec`` is used rather than a setns in a fork hook: it also remounts /sys
+    for the namespace, is safe in a threaded parent, and prints as a command a user can
+    copy to reproduce what tcplab ran.
+    """
+    return ["ip", "netns", "exec", name, *argv]
+
+
+def popen(name: str, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+    kwargs.setdefault("stdin", subprocess.DEVNULL)
+    return subprocess.Popen(command(name, argv), **kwargs)
+
+
+def run(name: str, argv: Sequence[str], *, timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        command(name, argv), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=timeout, check=check,
+    )
+
+
+def iproute(name: str):
+    """A pyroute2 IPRoute bound to namespace ``name``.
+
+    ``flags=0``: pyroute2 would otherwise *create* a missing namespace of that name and
+    configure an empty one without a word; we want an error instead.
+    """
+    from pyroute2 import IPRoute
+
+    return IPRoute(netns=name, flags=0)

@@ -1,0 +1,316 @@
+"""The emulated path: client ── router ── server, three network namespaces joined by veths.
+
+::
+
+    with Path(rtt="20ms", rate="100mbit") as path:
+        path.server.popen([...]); path.client.run([...])
+
+The router shapes each direction (:mod:`tcplab.lab.link`); client and server get the TCP
+settings asked for. Everything is built with pyroute2 and torn down on exit, on an
+exception and on SIGINT/SIGTERM; ``tcplab cleanup`` removes what a killed run left.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import os
+import secrets
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from pyroute2.ethtool import Ethtool
+
+from ..params import Params, param
+from ..units import ParameterError
+from . import netns, sysctl
+from .link import BACKENDS, LinkEmulator, LinkShape, choose_backend
+
+# The two subnets live only inside the lab's namespaces, so every run may reuse them.
+CLIENT_NET = "10.201.1."
+SERVER_NET = "10.201.2."
+OFFLOADS = ("tx-tcp-segmentation", "tx-tcp6-segmentation", "tx-generic-segmentation",
+            "rx-gro", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation")
+#: NFQUEUE numbers of the delay line, one per direction.
+QUEUE_TO_SERVER, QUEUE_TO_CLIENT = 1, 2
+
+
+@dataclass(frozen=True)
+class PathSpec(Params):
+    """Everything that defines a path. Symmetric unless ``to_server``/``to_client`` are given."""
+
+    rtt: float | None = param("duration", None, "round-trip delay added by the router (half each way)",
+                              low=0.0, high=20.0, optional=True)
+    delay: float | None = param("duration", None, "one-way delay, each direction (alternative to rtt)",
+                                low=0.0, high=10.0, optional=True)
+    jitter: float = param("duration", 0.0, "delay variation each way, uniform ±jitter", low=0.0, high=10.0)
+    loss: float = param("percent", 0.0, "random loss each way", low=0.0, high=100.0)
+    rate: float | None = param("rate", None, "bottleneck rate each way (unset: veth speed)",
+                               low=0.0, low_open=True, high=10e9, optional=True)
+    queue: str | None = param("str", None, "bottleneck queue: packets (100) or bytes (64KB)",
+                              optional=True)
+    backend: str = param("choice", "auto", "link emulation: netem, delayline, or auto", choices=BACKENDS)
+    mtu: int = param("int", 1500, "MTU of every veth", low=576, high=9000)
+    offloads: bool = param("bool", False, "keep TSO/GSO/GRO on (off: captures show wire-sized segments)")
+    cc: str | None = param("str", None, "default congestion control of client and server namespaces",
+                           optional=True)
+    initcwnd: int | None = param("int", None, "initial congestion window (segments) on client and server routes",
+                                 low=1, high=1000, optional=True)
+    initrwnd: int | None = param("int", None, "initial receive window (segments) on client and server routes",
+                                 low=1, high=1000, optional=True)
+    seed: int = param("int", 1, "seed of the delay line's random loss and jitter", low=0, high=2**31 - 1)
+    #: Per-namespace sysctls for client and server, e.g. {"tcp_window_scaling": 0}.
+    sysctls: Mapping[str, Any] = field(default_factory=dict)
+    #: Host-global sysctls (rmem_max, wmem_max, tcp_mem) changed under a HostGuard.
+    host: Mapping[str, Any] = field(default_factory=dict)
+    #: Per-direction overrides; when given they replace the symmetric settings for that direction.
+    to_server: LinkShape | None = None
+    to_client: LinkShape | None = None
+
+    def validate(self) -> None:
+        if self.rtt is not None and self.delay is not None and abs(self.rtt - 2 * self.delay) > 1e-9:
+            raise ParameterError("delay", self.delay, f"unset, or half of rtt ({self.rtt / 2 * 1e3:g} ms)",
+                                 "rtt and delay disagree")
+        # Build the shapes now: their own checks (jitter ≤ delay, queue) run before any system change.
+        self.shapes()
+        sysctl.check_namespace_settings(self.namespace_sysctls())
+        for key in self.host:
+            if sysctl.key_of(key) not in sysctl.HOST_GLOBAL:
+                raise ParameterError(key, self.host[key], "one of " + ", ".join(sysctl.HOST_GLOBAL),
+                                     "not a host-global setting; use sysctls")
+        if self.cc is not None:
+            available = _read_list("net/ipv4/tcp_available_congestion_control")
+            if self.cc not in available:
+                raise ParameterError("cc", self.cc, "one of " + ", ".join(available),
+                                     "not available in this kernel")
+
+    @property
+    def one_way_delay(self) -> float:
+        if self.delay is not None:
+            return self.delay
+        return (self.rtt or 0.0) / 2
+
+    def shapes(self) -> dict[str, LinkShape]:
+        symmetric = LinkShape.from_stored(delay=self.one_way_delay, jitter=self.jitter, loss=self.loss,
+                              rate=self.rate, queue=self.queue)
+        return {"to_server": self.to_server or symmetric, "to_client": self.to_client or symmetric}
+
+    def namespace_sysctls(self) -> dict[str, Any]:
+        settings = dict(self.sysctls)
+        if self.cc is not None:
+            settings.setdefault("net.ipv4.tcp_congestion_control", self.cc)
+        return settings
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["sysctls"] = dict(self.sysctls)
+        out["host"] = dict(self.host)
+        out["shapes"] = {k: v.to_dict() for k, v in self.shapes().items()}
+        return out
+
+
+def _read_list(rel: str) -> list[str]:
+    try:
+        return (sysctl.PROC_SYS / rel).read_text().split()
+    except OSError:
+        return []
+
+
+@dataclass
+class Host:
+    """One end of the path (or the router): a namespace with an address."""
+
+    name: str
+    ns: str
+    address: str
+    ifname: str
+
+    def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+        return netns.popen(self.ns, argv, **kwargs)
+
+    def run(self, argv: Sequence[str], *, timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess:
+        return netns.run(self.ns, argv, timeout=timeout, check=check)
+
+    def sysctl(self, key: str) -> str:
+        return sysctl.read_in(self.ns, sysctl.key_of(key))
+
+    def call(self, fn, *args: Any, **kwargs: Any) -> Any:
+        """Run a Python function with this host's network namespace (sockets, /proc/sys/net)."""
+        return netns.run_in(self.ns, fn, *args, **kwargs)
+
+
+class Path:
+    """A live client–router–server path. Use as a context manager."""
+
+    def __init__(self, spec: PathSpec | None = None, /, **settings: Any) -> None:
+        if spec is not None and settings:
+            raise TypeError("give a PathSpec or keyword settings, not both")
+        self.spec = spec if spec is not None else PathSpec(**settings)
+        self.id = secrets.token_hex(3)
+        prefix = f"{netns.PREFIX}{self.id}-"
+        self.client = Host("client", prefix + "client", CLIENT_NET + "2", "eth0")
+        self.router = Host("router", prefix + "router", CLIENT_NET + "1", "to-client")
+        self.server = Host("server", prefix + "server", SERVER_NET + "2", "eth0")
+        self.backend: str | None = None
+        self.link_stats: dict[str, Any] = {}
+        self._emulator: LinkEmulator | None = None
+        self._host_guard: sysctl.HostGuard | None = None
+        self._old_handlers: dict[int, Any] = {}
+        self._up = False
+        self._owner = os.getpid()
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> "Path":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> "Path":
+        if os.geteuid() != 0:
+            raise PermissionError("tcplab needs root to build network namespaces (run with sudo)")
+        self.backend = choose_backend(self.spec.backend)
+        self._install_signal_handlers()
+        atexit.register(self.stop)
+        self._up = True
+        try:
+            if self.spec.host:
+                self._host_guard = sysctl.HostGuard(self.spec.host)
+                self._host_guard.__enter__()
+            for host in (self.client, self.router, self.server):
+                netns.create(host.ns)
+            self._wire()
+            self._tune()
+            self._shape()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        # pyroute2 forks helper processes that may run our atexit hook when they exit: only
+        # the process that built the path may tear it down.
+        if not self._up or os.getpid() != self._owner:
+            return
+        self._up = False
+        errors = []
+        if self._emulator is not None:
+            try:
+                self.link_stats = self._emulator.stop()
+            except Exception as exc:  # keep tearing down; report at the end
+                errors.append(exc)
+            self._emulator = None
+        for host in (self.client, self.server, self.router):
+            netns.kill_all(host.ns)
+            try:
+                netns.remove(host.ns)
+            except Exception as exc:
+                errors.append(exc)
+        if self._host_guard is not None:
+            self._host_guard.__exit__(None, None, None)
+            self._host_guard = None
+        self._restore_signal_handlers()
+        atexit.unregister(self.stop)
+        if errors:
+            raise errors[0]
+
+    def _install_signal_handlers(self) -> None:
+        def handler(signum, frame):
+            self.stop()
+            previous = self._old_handlers.get(signum)
+            if callable(previous):
+                previous(signum, frame)
+            raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
+
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old_handlers[sig] = signal.signal(sig, handler)
+        except ValueError:
+            pass  # not the main thread: the with-block and atexit still tear down
+
+    def _restore_signal_handlers(self) -> None:
+        for sig, previous in self._old_handlers.items():
+            try:
+                signal.signal(sig, previous)
+            except (ValueError, TypeError):
+                pass
+        self._old_handlers.clear()
+
+    # --- building ----------------------------------------------------------------------------
+    def _wire(self) -> None:
+        mtu = self.spec.mtu
+        with netns.iproute(self.router.ns) as ipr:
+            # Both veth pairs are born in the router namespace, so their names never meet
+            # another run's in the host namespace.
+            ipr.link("add", ifname="to-client", kind="veth",
+                     peer={"ifname": "eth0", "net_ns_fd": self.client.ns})
+            ipr.link("add", ifname="to-server", kind="veth",
+                     peer={"ifname": "eth0", "net_ns_fd": self.server.ns})
+            for ifname, address in (("to-client", CLIENT_NET + "1"), ("to-server", SERVER_NET + "1")):
+                index = ipr.link_lookup(ifname=ifname)[0]
+                ipr.addr("add", index=index, address=address, prefixlen=24)
+                ipr.link("set", index=index, mtu=mtu, state="up")
+            ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+        sysctl.apply_in(self.router.ns, {"net.ipv4.ip_forward": "1"})
+        for host, gateway in ((self.client, CLIENT_NET + "1"), (self.server, SERVER_NET + "1")):
+            with netns.iproute(host.ns) as ipr:
+                lo = ipr.link_lookup(ifname="lo")[0]
+                ipr.link("set", index=lo, state="up")
+                index = ipr.link_lookup(ifname="eth0")[0]
+                ipr.addr("add", index=index, address=host.address, prefixlen=24)
+                ipr.link("set", index=index, mtu=mtu, state="up")
+                ipr.route("add", dst="default", gateway=gateway, **self._route_metrics())
+        if not self.spec.offloads:
+            for host, ifnames in ((self.client, ["eth0"]), (self.server, ["eth0"]),
+                                  (self.router, ["to-client", "to-server"])):
+                host.call(_offloads_off, ifnames)
+
+    def _route_metrics(self) -> dict[str, Any]:
+        metrics = {}
+        if self.spec.initcwnd is not None:
+            metrics["RTAX_INITCWND"] = self.spec.initcwnd
+        if self.spec.initrwnd is not None:
+            metrics["RTAX_INITRWND"] = self.spec.initrwnd
+        return {"metrics": {"attrs": [[k, v] for k, v in metrics.items()]}} if metrics else {}
+
+    def _tune(self) -> None:
+        settings = sysctl.check_namespace_settings(self.spec.namespace_sysctls())
+        for host in (self.client, self.server):
+            sysctl.apply_in(host.ns, settings)
+
+    def _shape(self) -> None:
+        self._emulator = LinkEmulator(self.router.ns, self.backend, self.spec.mtu, seed=self.spec.seed)
+        shapes = self.spec.shapes()
+        for key, in_if, out_if, queue in (("to_server", "to-client", "to-server", QUEUE_TO_SERVER),
+                                          ("to_client", "to-server", "to-client", QUEUE_TO_CLIENT)):
+            if shapes[key].shaped:
+                self._emulator.apply(in_if, out_if, shapes[key], queue)
+
+    # --- describing -----------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        """What was built, for run records and reports."""
+        return {
+            "id": self.id,
+            "backend": self.backend,
+            "namespaces": {h.name: h.ns for h in (self.client, self.router, self.server)},
+            "addresses": {"client": self.client.address, "server": self.server.address},
+            "spec": self.spec.to_dict(),
+            "link_stats": self.link_stats,
+        }
+
+    def sysctl_snapshot(self) -> dict[str, dict[str, str]]:
+        return {h.name: sysctl.snapshot_in(h.ns) for h in (self.client, self.router, self.server)}
+
+
+def _offloads_off(ifnames: list[str]) -> None:
+    with Ethtool() as eth:
+        for ifname in ifnames:
+            features = eth.get_features(ifname)
+            for name in OFFLOADS:
+                feature = features.features.get(name)
+                if feature is not None and feature.available:
+                    feature.enable = False
+            eth.set_features(ifname, features)

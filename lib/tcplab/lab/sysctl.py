@@ -1,0 +1,207 @@
+"""Kernel settings: per-namespace TCP sysctls, and a guard for the few host-global ones.
+
+Most ``net.ipv4.tcp_*`` settings live in each network namespace, so an experiment changes
+them in its own namespaces and they vanish with the namespaces. A few knobs are shared by
+the whole machine (``net.core.rmem_max``, ``net.core.wmem_max``, ``net.ipv4.tcp_mem``,
+``net.ipv4.tcp_allowed_congestion_control``): :class:`HostGuard` is the only way tcplab
+touches them. It writes the old values to disk *before* changing anything, restores them
+on exit, and ``tcplab cleanup`` restores from that record after a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from pathlib import Path as FsPath
+from typing import Iterator, Mapping
+
+from ..units import ParameterError
+from . import netns
+
+PROC_SYS = FsPath("/proc/sys")
+
+#: Knobs that belong to the whole machine, not to a namespace (kernel 6.x).
+HOST_GLOBAL = (
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.ipv4.tcp_mem",
+    "net.ipv4.tcp_allowed_congestion_control",
+)
+
+#: Where the guard keeps the values to restore. /run is emptied at boot, exactly when the
+#: kernel forgets the changed values too, so a stale record can never restore wrong values.
+STATE_DIR = FsPath(os.environ.get("TCPLAB_STATE_DIR", "/run/tcplab"))
+GUARD_RECORD = STATE_DIR / "host-guard.json"
+GUARD_LOCK = STATE_DIR / "host-guard.lock"
+
+#: The per-namespace settings recorded with every run, so a result says what the kernel did.
+SNAPSHOT_PREFIXES = ("net/ipv4/tcp_", "net/core/")
+
+
+def _path(key: str) -> FsPath:
+    return PROC_SYS / key.replace(".", "/")
+
+
+def key_of(name: str) -> str:
+    """Accept ``tcp_rmem``, ``ipv4.tcp_rmem`` or ``net.ipv4.tcp_rmem``; return the full key."""
+    name = name.strip().replace("/", ".")
+    if name.startswith("net."):
+        return name
+    if name.startswith(("ipv4.", "core.", "ipv6.")):
+        return "net." + name
+    if name.startswith("tcp_"):
+        return "net.ipv4." + name
+    return name
+
+
+def check_namespace_settings(settings: Mapping[str, object]) -> dict[str, str]:
+    """Validate per-namespace sysctls before anything is touched; return full key → text value."""
+    out = {}
+    for name, value in settings.items():
+        key = key_of(name)
+        if key in HOST_GLOBAL:
+            raise ParameterError(
+                name, value, "a per-namespace sysctl",
+                f"{key} is shared by the whole machine; set it through host_settings (HostGuard)",
+            )
+        if not key.startswith("net.") or not _path(key).exists():
+            raise ParameterError(name, value, "a sysctl under net.ipv4 or net.core that this kernel has",
+                                 "unknown sysctl")
+        out[key] = format_value(value)
+    return out
+
+
+def format_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def read(key: str) -> str:
+    return _path(key).read_text().strip()
+
+
+def write(key: str, value: str) -> None:
+    try:
+        _path(key).write_text(value + "\n")
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot set {key} = {value!r}: {exc.strerror}") from None
+
+
+def read_in(ns: str, key: str) -> str:
+    return netns.run_in(ns, read, key)
+
+
+def apply_in(ns: str, settings: Mapping[str, str]) -> None:
+    def _apply() -> None:
+        for key, value in settings.items():
+            write(key, value)
+    netns.run_in(ns, _apply)
+
+
+def snapshot_in(ns: str) -> dict[str, str]:
+    """Every TCP and net.core sysctl as the namespace sees it (for run records)."""
+    def _snap() -> dict[str, str]:
+        result = {}
+        for prefix in SNAPSHOT_PREFIXES:
+            folder, _, start = prefix.rpartition("/")
+            for entry in sorted((PROC_SYS / folder).iterdir()):
+                if not entry.name.startswith(start) or not entry.is_file():
+                    continue
+                try:
+                    result[f"{folder.replace('/', '.')}.{entry.name}"] = " ".join(entry.read_text().split())
+                except OSError:
+                    continue  # write-only or permission-restricted entries
+        return result
+    return netns.run_in(ns, _snap)
+
+
+class HostGuard:
+    """Change host-global sysctls for the duration of a ``with`` block, then restore them.
+
+    Only one guard holds the machine at a time (a file lock), so two experiments can never
+    restore each other's values in the wrong order. The original values reach the disk
+    before the first write; :func:`restore_host` puts them back after a crash.
+    """
+
+    def __init__(self, settings: Mapping[str, object], *, wait: float = 600.0) -> None:
+        self.settings = {}
+        for name, value in settings.items():
+            key = key_of(name)
+            if key not in HOST_GLOBAL:
+                raise ParameterError(name, value, "one of " + ", ".join(HOST_GLOBAL),
+                                     "not a host-global setting; set it per namespace")
+            if not _path(key).exists():
+                raise ParameterError(name, value, "a sysctl this kernel has", "unknown sysctl")
+            self.settings[key] = format_value(value)
+        self.wait = wait
+        self._lock_fd: int | None = None
+
+    def __enter__(self) -> "HostGuard":
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(GUARD_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.wait
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(self._lock_fd)
+                    raise TimeoutError("another tcplab run holds the host-global settings") from None
+                time.sleep(0.1)
+        # A previous holder that crashed left its record: restore first so "old" is truly old.
+        restore_host()
+        original = {key: read(key) for key in self.settings}
+        _write_atomic(GUARD_RECORD, {"pid": os.getpid(), "time": time.time(), "original": original})
+        try:
+            for key, value in self.settings.items():
+                write(key, value)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            restore_host()
+        finally:
+            if self._lock_fd is not None:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+
+def restore_host() -> dict[str, str]:
+    """Put back host-global values from the guard's record, if there is one; return them."""
+    if not GUARD_RECORD.exists():
+        return {}
+    original = json.loads(GUARD_RECORD.read_text())["original"]
+    for key, value in original.items():
+        write(key, value)
+    GUARD_RECORD.unlink()
+    return original
+
+
+def _write_atomic(path: FsPath, data: object) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(data, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def host_settings(settings: Mapping[str, object] | None) -> Iterator[None]:
+    """``with host_settings({...}):`` — a no-op for an empty mapping."""
+    if not settings:
+        yield
+        return
+    with HostGuard(settings):
+        yield
