@@ -1,0 +1,6 @@
+"""Build the path: namespaces, veths, link shaping, TCP settings (step 1 of the journey)."""
+
+from .link import LinkShape
+from .path import Path, PathSpec
+
+__all__ = ["Path", "PathSpec", "LinkShape"]

@@ -26,12 +26,14 @@ import os
 import random
 import select
 import signal
+import socket
 import sys
 import time
 from collections import deque
 
 PR_SET_PDEATHSIG = 1
 PR_SET_TIMERSLACK = 29
+SO_TIMESTAMP = 29  # asm-generic/socket.h; Python does not export it
 #: How much earlier than due a packet may leave: below the scheduler's noise, and it lets
 #: one wake-up release a burst of packets that are due within a few microseconds.
 EARLY_OK = 20e-6
@@ -56,6 +58,7 @@ class Line:
         self.heap: list = []
         self.seq = 0
         self.received = 0
+        self.stamped = 0
         self.dropped = 0
         self.released = 0
         self.max_held = 0
@@ -64,6 +67,14 @@ class Line:
 
     def arrive(self, pkt) -> None:
         now = time.monotonic()
+        # The kernel stamped the packet when the router received it; we hear of it only
+        # after a wake-up. Count the delay from the stamp, so that wait is not added on top.
+        stamp = pkt.get_timestamp()
+        if stamp > 0:
+            backlog = time.time() - stamp
+            if 0.0 < backlog < 0.05:
+                now -= backlog
+                self.stamped += 1
         self.received += 1
         if self.loss and self.rng.random() < self.loss:
             self.dropped += 1
@@ -105,7 +116,7 @@ class Line:
 
     def stats(self) -> dict:
         return {
-            "received": self.received, "released": self.released, "dropped": self.dropped,
+            "received": self.received, "kernel_stamped": self.stamped, "released": self.released, "dropped": self.dropped,
             "held_at_exit": len(self.fifo) + len(self.heap), "max_held": self.max_held,
             "late_mean_s": self.late_sum / self.released if self.released else 0.0,
             "late_max_s": self.late_max,
@@ -132,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
+
+    # Any socket asking for receive timestamps makes the kernel stamp every packet on
+    # arrival (a machine-wide switch); we need those stamps for the packets we delay.
+    stamper = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    stamper.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMP, 1)
 
     nfq = NetfilterQueue()
     # A large socket buffer: at 1 Gbit/s a burst of queued packets must not overflow it.
@@ -169,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump(stats, fh)
             os.replace(tmp, args.stats_file)
         nfq.unbind()
+        stamper.close()
     return 0
 
 

@@ -22,7 +22,7 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path as FsPath
@@ -31,8 +31,8 @@ from typing import Any
 from pyroute2.netlink.exceptions import NetlinkError
 
 from ..params import Params, param
-from ..units import ParameterError, format_size, parse_size
-from . import netns
+from ..units import ParameterError, format_duration, format_size, parse_size
+from . import netns, state
 
 BACKENDS = ("auto", "netem", "delayline")
 
@@ -59,7 +59,7 @@ class LinkShape(Params):
 
     def validate(self) -> None:
         if self.jitter > self.delay:
-            raise ParameterError("jitter", self.jitter, f"at most the delay ({self.delay * 1e3:g} ms)",
+            raise ParameterError("jitter", format_duration(self.jitter), f"at most the delay ({format_duration(self.delay)})",
                                  "jitter larger than the delay would need negative delays")
         if self.queue is not None:
             self.queue_limit(1500)  # parse now so a bad value fails before anything is built
@@ -263,7 +263,9 @@ class LinkEmulator:
         self.mtu = mtu
         self.seed = seed
         self.delay_lines: list[DelayLine] = []
-        self._workdir = FsPath(tempfile.mkdtemp(prefix="tcplab-link-"))
+        # Logs and counters of the delay processes; `tcplab cleanup` removes leftovers.
+        self._workdir = state.WORK_DIR / router_ns
+        self._workdir.mkdir(parents=True, exist_ok=True)
 
     def plan(self, out_ifname: str, shape: LinkShape) -> list[TcRequest]:
         """The kernel requests for one direction (leaving the router on ``out_ifname``)."""
@@ -284,9 +286,7 @@ class LinkEmulator:
         for line in self.delay_lines:
             stats[f"queue{line.queue_num}"] = line.stop()
         self.delay_lines.clear()
-        for entry in self._workdir.glob("*"):
-            entry.unlink()
-        self._workdir.rmdir()
+        shutil.rmtree(self._workdir, ignore_errors=True)
         return stats
 
 

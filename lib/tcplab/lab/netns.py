@@ -17,6 +17,8 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from pyroute2 import netns as _pr_netns
 
+from . import state
+
 PREFIX = "tcplab-"
 NETNS_DIR = "/var/run/netns"
 _CLONE_NEWNET = 0x40000000
@@ -25,8 +27,30 @@ T = TypeVar("T")
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
+#: Who built each namespace, so ``tcplab cleanup`` can tell a live run from a dead one.
+OWNERS_DIR = str(state.OWNERS_DIR)
+
+
 def create(name: str) -> None:
+    os.makedirs(OWNERS_DIR, exist_ok=True)
+    with open(os.path.join(OWNERS_DIR, name), "w") as fh:
+        fh.write(str(os.getpid()))
     _pr_netns.create(name)
+
+
+def owner_of(name: str) -> int | None:
+    try:
+        with open(os.path.join(OWNERS_DIR, name)) as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def forget_owner(name: str) -> None:
+    try:
+        os.unlink(os.path.join(OWNERS_DIR, name))
+    except FileNotFoundError:
+        pass
 
 
 def exists(name: str) -> bool:
@@ -75,6 +99,7 @@ def _alive(pid: int) -> bool:
 def remove(name: str) -> None:
     if exists(name):
         _pr_netns.remove(name)
+    forget_owner(name)
 
 
 def run_in(name: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from pyroute2.ethtool import Ethtool
 
 from ..params import Params, param
-from ..units import ParameterError
+from ..units import ParameterError, format_duration
 from . import netns, sysctl
 from .link import BACKENDS, LinkEmulator, LinkShape, choose_backend
 
@@ -71,7 +71,7 @@ class PathSpec(Params):
 
     def validate(self) -> None:
         if self.rtt is not None and self.delay is not None and abs(self.rtt - 2 * self.delay) > 1e-9:
-            raise ParameterError("delay", self.delay, f"unset, or half of rtt ({self.rtt / 2 * 1e3:g} ms)",
+            raise ParameterError("delay", format_duration(self.delay), f"unset, or half of rtt ({format_duration(self.rtt / 2)})",
                                  "rtt and delay disagree")
         # Build the shapes now: their own checks (jitter ≤ delay, queue) run before any system change.
         self.shapes()
@@ -101,6 +101,20 @@ class PathSpec(Params):
         settings = dict(self.sysctls)
         if self.cc is not None:
             settings.setdefault("net.ipv4.tcp_congestion_control", self.cc)
+        return settings
+
+    def host_settings(self) -> dict[str, Any]:
+        """Host-global changes the path needs, including letting namespaces pick ``cc``.
+
+        A namespace may only choose a congestion control the host lists in
+        tcp_allowed_congestion_control (EPERM otherwise), so a ``cc`` outside that list is
+        added to it for the run, under the guard that restores it.
+        """
+        settings = {sysctl.key_of(k): v for k, v in self.host.items()}
+        key = "net.ipv4.tcp_allowed_congestion_control"
+        allowed = str(settings.get(key, " ".join(_read_list("net/ipv4/tcp_allowed_congestion_control")))).split()
+        if self.cc is not None and self.cc not in allowed:
+            settings[key] = " ".join(allowed + [self.cc])
         return settings
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,8 +191,9 @@ class Path:
         atexit.register(self.stop)
         self._up = True
         try:
-            if self.spec.host:
-                self._host_guard = sysctl.HostGuard(self.spec.host)
+            host_settings = self.spec.host_settings()
+            if host_settings:
+                self._host_guard = sysctl.HostGuard(host_settings)
                 self._host_guard.__enter__()
             for host in (self.client, self.router, self.server):
                 netns.create(host.ns)

@@ -19,7 +19,7 @@ from pathlib import Path as FsPath
 from typing import Iterator, Mapping
 
 from ..units import ParameterError
-from . import netns
+from . import netns, state
 
 PROC_SYS = FsPath("/proc/sys")
 
@@ -31,9 +31,7 @@ HOST_GLOBAL = (
     "net.ipv4.tcp_allowed_congestion_control",
 )
 
-#: Where the guard keeps the values to restore. /run is emptied at boot, exactly when the
-#: kernel forgets the changed values too, so a stale record can never restore wrong values.
-STATE_DIR = FsPath(os.environ.get("TCPLAB_STATE_DIR", "/run/tcplab"))
+STATE_DIR = state.STATE_DIR
 GUARD_RECORD = STATE_DIR / "host-guard.json"
 GUARD_LOCK = STATE_DIR / "host-guard.lock"
 

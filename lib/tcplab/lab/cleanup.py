@@ -1,0 +1,67 @@
+"""Remove what crashed or killed runs left behind, and restore host settings.
+
+Safe to run at any time: a namespace that belongs to a live run (its owner process still
+alive) is left alone unless ``force`` is given.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+
+from . import netns, state, sysctl
+
+
+@dataclass
+class CleanupReport:
+    namespaces: list[str] = field(default_factory=list)
+    processes: list[int] = field(default_factory=list)
+    host_restored: dict[str, str] = field(default_factory=dict)
+    trace_instances: list[str] = field(default_factory=list)
+    skipped_live: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.namespaces or self.processes or self.host_restored or self.trace_instances)
+
+    def lines(self) -> list[str]:
+        out = [f"removed namespace {n}" for n in self.namespaces]
+        out += [f"stopped process {p}" for p in self.processes]
+        out += [f"restored {k} = {v}" for k, v in self.host_restored.items()]
+        out += [f"removed trace instance {t}" for t in self.trace_instances]
+        out += [f"left alone (run still alive): {n}" for n in self.skipped_live]
+        return out or ["nothing to clean"]
+
+
+def _owner_alive(name: str) -> bool:
+    owner = netns.owner_of(name)
+    if owner is None or owner == os.getpid():
+        return False
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def cleanup(prefix: str = netns.PREFIX, *, force: bool = False) -> CleanupReport:
+    report = CleanupReport()
+    for name in netns.listed(prefix):
+        if not force and _owner_alive(name):
+            report.skipped_live.append(name)
+            continue
+        report.processes += netns.kill_all(name)
+        netns.remove(name)
+        shutil.rmtree(state.WORK_DIR / name, ignore_errors=True)
+        report.namespaces.append(name)
+    if not report.skipped_live:
+        report.host_restored = sysctl.restore_host()
+    try:
+        from ..observe.trace import cleanup_instances
+    except ImportError:  # the observe layer is optional for cleaning the lab
+        cleanup_instances = None
+    if cleanup_instances is not None:
+        removed = cleanup_instances()
+        report.trace_instances = list(removed or [])
+    return report

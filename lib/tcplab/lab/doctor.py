@@ -1,0 +1,120 @@
+"""What can this machine do? Capabilities, then a short fidelity check on a fresh path."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import sysctl
+from .link import netem_available
+
+TOOLS = ("ip", "tc", "iptables", "tcpdump", "ss", "ethtool", "tshark", "curl", "iperf3", "chromium")
+#: Tools without which no experiment can run; the rest only disable some features.
+REQUIRED_TOOLS = ("ip", "iptables", "tcpdump", "ss")
+
+
+@dataclass
+class Capabilities:
+    root: bool
+    kernel: str
+    netem: bool
+    backend: str
+    tracefs: bool
+    default_cc: str
+    available_cc: list[str]
+    allowed_cc: list[str]
+    offload_control: bool
+    tools: dict[str, str | None]
+    host_sysctls: dict[str, str]
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _read(rel: str) -> str:
+    try:
+        return (sysctl.PROC_SYS / rel).read_text().strip()
+    except OSError:
+        return ""
+
+
+def _tracefs() -> bool:
+    if os.path.exists("/sys/kernel/tracing/events"):
+        return True
+    if os.geteuid() != 0 or not os.path.isdir("/sys/kernel/tracing"):
+        return False
+    # Not mounted yet is the usual state on a fresh machine; mounting it is harmless.
+    subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], capture_output=True)
+    return os.path.exists("/sys/kernel/tracing/events")
+
+
+def capabilities() -> Capabilities:
+    root = os.geteuid() == 0
+    tools = {t: shutil.which(t) for t in TOOLS}
+    problems = []
+    if not root:
+        problems.append("not root: namespaces, tc and tcpdump need root (run with sudo)")
+    problems += [f"missing tool: {t} (make setup installs it)" for t in REQUIRED_TOOLS if tools[t] is None]
+    netem = netem_available() if root else False
+    if root and not netem and tools["iptables"] is None:
+        problems.append("no sch_netem and no iptables: no link emulation backend can run")
+    return Capabilities(
+        root=root,
+        kernel=platform.release(),
+        netem=netem,
+        backend="netem" if netem else "delayline",
+        tracefs=_tracefs(),
+        default_cc=_read("net/ipv4/tcp_congestion_control"),
+        available_cc=_read("net/ipv4/tcp_available_congestion_control").split(),
+        allowed_cc=_read("net/ipv4/tcp_allowed_congestion_control").split(),
+        offload_control=tools["ethtool"] is not None or root,
+        tools=tools,
+        host_sysctls={k: " ".join(_read(k.replace(".", "/")).split()) for k in sysctl.HOST_GLOBAL},
+        problems=problems,
+    )
+
+
+@dataclass
+class FidelityCheck:
+    backend: str
+    rtt_configured: float
+    rtt_measured: float
+    rtt_kernel_min: float
+    rate_configured: float
+    goodput: float
+    cc: str
+
+    @property
+    def rtt_error(self) -> float:
+        return self.rtt_measured - self.rtt_configured
+
+    @property
+    def rtt_ok(self) -> bool:
+        return abs(self.rtt_error) <= max(0.02 * self.rtt_configured, 0.0002)
+
+    @property
+    def rate_share(self) -> float:
+        return self.goodput / self.rate_configured
+
+    @property
+    def rate_ok(self) -> bool:
+        # TCP goodput over Ethernet framing tops out at 1448/1514 ≈ 95.6 % of the line rate.
+        return self.rate_share >= 0.90
+
+
+def fidelity_check(rtt: str = "20ms", rate: str = "100mbit", backend: str = "auto",
+                   seconds: float = 2.0) -> FidelityCheck:
+    from . import fidelity
+    from .path import Path
+
+    with Path(rtt=rtt, rate=rate, backend=backend) as path:
+        rtts = fidelity.tcp_rtt(path, count=40)
+        put = fidelity.goodput(path, seconds=seconds)
+        spec = path.spec
+        return FidelityCheck(path.backend, spec.rtt or 0.0, rtts.median, rtts.kernel_min_rtt,
+                             spec.rate or 0.0, put.bits_per_second, put.cc)

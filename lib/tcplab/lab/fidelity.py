@@ -1,0 +1,153 @@
+"""Does the path do what it was told? TCP-level round-trip time and goodput, measured.
+
+ping is not enough with the delay line: its receive timestamp is taken when the kernel
+first sees the packet, which for a forwarded packet can be before the router held it. So
+the round trip is measured the way TCP sees it: a 1-byte ping-pong on a TCP_NODELAY
+connection, timed by the application, and the kernel's own min_rtt from TCP_INFO.
+
+Sockets are created inside the namespaces (see :meth:`Host.call`) and then used from
+this process, so a probe needs no helper programs.
+"""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .path import Path
+
+PROBE_PORT = 5299
+
+
+def _listen(port: int) -> socket.socket:
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", port))
+    srv.listen(1)
+    return srv
+
+
+def _connect(address: str, port: int, cc: str | None) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if cc:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    sock.settimeout(10)
+    sock.connect((address, port))
+    return sock
+
+
+def _min_rtt(sock: socket.socket) -> float:
+    """tcpi_min_rtt (µs) from struct tcp_info (include/uapi/linux/tcp.h, since Linux 4.10)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    # 8 bytes of u8 fields, 24 u32 (rto … total_retrans), 4 u64 rates/counters, then
+    # segs_out, segs_in, notsent_bytes, min_rtt: min_rtt sits at byte 148.
+    return struct.unpack_from("I", info, 148)[0] / 1e6
+
+
+@dataclass
+class RttResult:
+    samples: list[float]
+    kernel_min_rtt: float
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def minimum(self) -> float:
+        return min(self.samples)
+
+
+def tcp_rtt(path: Path, count: int = 50, interval: float = 0.01) -> RttResult:
+    """Round trips of a 1-byte TCP ping-pong from client to server."""
+    srv = path.server.call(_listen, PROBE_PORT)
+    try:
+        cli = path.client.call(_connect, path.server.address, PROBE_PORT, None)
+        conn, _ = srv.accept()
+        for s in (cli, conn):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.settimeout(10)
+
+        def echo() -> None:
+            while data := conn.recv(1):
+                conn.sendall(data)
+
+        echoer = threading.Thread(target=echo, daemon=True)
+        echoer.start()
+        # Warm-up: the first exchange also pays for the handshake's route/neighbour lookups.
+        cli.sendall(b"w")
+        cli.recv(1)
+        samples = []
+        for _ in range(count):
+            t0 = time.perf_counter()
+            cli.sendall(b"p")
+            cli.recv(1)
+            samples.append(time.perf_counter() - t0)
+            time.sleep(interval)
+        kernel_min = _min_rtt(cli)
+        cli.close()
+        echoer.join(timeout=5)
+        conn.close()
+    finally:
+        srv.close()
+    return RttResult(samples, kernel_min)
+
+
+@dataclass
+class GoodputResult:
+    bytes: int
+    seconds: float
+    cc: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bits_per_second(self) -> float:
+        return self.bytes * 8 / self.seconds
+
+
+def goodput(path: Path, seconds: float = 3.0, *, cc: str = "cubic", skip: float = 1.0) -> GoodputResult:
+    """Bulk server → client transfer with autotuned buffers; goodput after a ``skip`` warm-up.
+
+    The first second is left out so slow start does not count against the path.
+    """
+    srv = path.server.call(_listen, PROBE_PORT)
+    chunk = b"\0" * 65536
+    stop = threading.Event()
+    try:
+        cli = path.client.call(_connect, path.server.address, PROBE_PORT, None)
+        conn, _ = srv.accept()
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        used_cc = conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+
+        def send() -> None:
+            try:
+                while not stop.is_set():
+                    conn.sendall(chunk)
+            except OSError:
+                pass
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        received = 0
+        t_start = time.perf_counter()
+        counted_from = None
+        while True:
+            data = cli.recv(1 << 20)
+            now = time.perf_counter()
+            if counted_from is None and now - t_start >= skip:
+                counted_from, received = now, 0
+            received += len(data)
+            if counted_from is not None and now - counted_from >= seconds:
+                break
+        stop.set()
+        cli.close()
+        conn.close()
+        sender.join(timeout=5)
+    finally:
+        srv.close()
+    return GoodputResult(received, now - counted_from, used_cc)

@@ -1,0 +1,87 @@
+"""Shared fixtures. Every test must leave the machine as it found it: no namespace, qdisc,
+iptables rule, host sysctl change, trace instance or stray process. An autouse fixture
+checks that after each test, so a leak fails the test that caused it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tcplab.lab import netns, sysctl
+
+HOST_KEYS = sysctl.HOST_GLOBAL
+TRACE_INSTANCES = Path("/sys/kernel/tracing/instances")
+
+
+def _host_state() -> dict:
+    def run(argv):
+        return subprocess.run(argv, capture_output=True, text=True).stdout
+
+    return {
+        "namespaces": set(netns.listed()),
+        "sysctls": {k: sysctl.read(k) for k in HOST_KEYS},
+        "iptables": run(["iptables-save"]) if _have("iptables-save") else "",
+        "qdiscs": run(["tc", "qdisc", "show"]),
+        "trace_instances": {p.name for p in TRACE_INSTANCES.glob("tcplab*")} if TRACE_INSTANCES.exists() else set(),
+        "children": _children(),
+        "guard_record": sysctl.GUARD_RECORD.exists(),
+    }
+
+
+def _have(tool: str) -> bool:
+    return any(os.access(os.path.join(d, tool), os.X_OK) for d in os.environ.get("PATH", "").split(":"))
+
+
+def _children() -> set[int]:
+    """Live (non-zombie) descendants of this test process."""
+    me = os.getpid()
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":
+            parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {me}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
+@pytest.fixture(autouse=True)
+def leaves_nothing_behind(request):
+    if os.geteuid() != 0:
+        yield
+        return
+    before = _host_state()
+    yield
+    after = _host_state()
+    problems = []
+    new_ns = after["namespaces"] - before["namespaces"]
+    if new_ns:
+        problems.append(f"namespaces left: {sorted(new_ns)}")
+    for key in ("sysctls", "iptables", "qdiscs", "guard_record"):
+        if after[key] != before[key]:
+            problems.append(f"{key} changed: {before[key]!r} -> {after[key]!r}")
+    new_trace = after["trace_instances"] - before["trace_instances"]
+    if new_trace:
+        problems.append(f"trace instances left: {sorted(new_trace)}")
+    new_children = after["children"] - before["children"]
+    if new_children:
+        problems.append(f"processes left: {sorted(new_children)}")
+    if problems:
+        pytest.fail("test left traces on the machine: " + "; ".join(problems))
+
+
+@pytest.fixture
+def root():
+    if os.geteuid() != 0:
+        pytest.fail("kernel tests need root: run `make test` as root")
