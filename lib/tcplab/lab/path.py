@@ -31,8 +31,9 @@ from .link import BACKENDS, LinkEmulator, LinkShape, choose_backend
 # The two subnets live only inside the lab's namespaces, so every run may reuse them.
 CLIENT_NET = "10.201.1."
 SERVER_NET = "10.201.2."
-OFFLOADS = ("tx-tcp-segmentation", "tx-tcp6-segmentation", "tx-generic-segmentation",
-            "rx-gro", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation")
+#: Offloads that let the stack hand veth 64 KB super-segments; every tx-tcp*-segmentation
+#: variant counts too (6.18 added tx-tcp-accecn-segmentation, for example).
+OFFLOADS = ("tx-generic-segmentation", "rx-gro", "rx-gro-list")
 #: NFQUEUE numbers of the delay line, one per direction.
 QUEUE_TO_SERVER, QUEUE_TO_CLIENT = 1, 2
 
@@ -234,6 +235,11 @@ class Path:
 
     def _install_signal_handlers(self) -> None:
         def handler(signum, frame):
+            if os.getpid() != self._owner:
+                # A forked helper (pyroute2 forks some) inherited this handler: die as it would have.
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+                return
             self.stop()
             previous = self._old_handlers.get(signum)
             if callable(previous):
@@ -286,10 +292,10 @@ class Path:
     def _route_metrics(self) -> dict[str, Any]:
         metrics = {}
         if self.spec.initcwnd is not None:
-            metrics["RTAX_INITCWND"] = self.spec.initcwnd
+            metrics["initcwnd"] = self.spec.initcwnd
         if self.spec.initrwnd is not None:
-            metrics["RTAX_INITRWND"] = self.spec.initrwnd
-        return {"metrics": {"attrs": [[k, v] for k, v in metrics.items()]}} if metrics else {}
+            metrics["initrwnd"] = self.spec.initrwnd
+        return {"metrics": metrics} if metrics else {}
 
     def _tune(self) -> None:
         settings = sysctl.check_namespace_settings(self.spec.namespace_sysctls())
@@ -324,8 +330,8 @@ def _offloads_off(ifnames: list[str]) -> None:
     with Ethtool() as eth:
         for ifname in ifnames:
             features = eth.get_features(ifname)
-            for name in OFFLOADS:
-                feature = features.features.get(name)
-                if feature is not None and feature.available:
+            for name, feature in features.features.items():
+                tcp_tso = name.startswith("tx-tcp") and name.endswith("segmentation")
+                if (tcp_tso or name in OFFLOADS) and feature.available:
                     feature.enable = False
             eth.set_features(ifname, features)
