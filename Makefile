@@ -1,0 +1,72 @@
+# tcplab — every target installs what it needs first, so on a fresh Debian/Ubuntu machine
+# `make report` and `make test` are the only two commands needed (as root).
+
+PYTHON      ?= python3
+VENV        := .venv
+PY          := $(VENV)/bin/python
+TCPLAB      := $(VENV)/bin/tcplab
+# Report selection; see README "Making reports".
+CASES       ?= all
+PROFILE     ?= quick
+EDITION     ?= instructor
+MODE        ?= auto
+FRESH       ?= 0
+# Extra pytest arguments, e.g. make test PYTEST_ARGS="-k path -x"
+PYTEST_ARGS ?=
+
+# System tools the lab, the captures and the PDF rendering call.
+APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark iputils-ping procps curl iperf3 \
+                libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
+                poppler-utils libjs-mathjax
+
+.PHONY: setup system-packages test report render bench lab doctor cleanup clean help
+
+help:
+	@echo "make report   run every case and render reports/ (HTML, PDF, handout)"
+	@echo "make test     run the test suite (real namespaces; needs root)"
+	@echo "make bench    fidelity, capture overhead, pcap engine and report timings"
+	@echo "make lab      JupyterLab on the notebooks with the project's kernel"
+	@echo "make doctor   what this machine can do; make cleanup   remove leftovers of killed runs"
+
+setup: system-packages $(VENV)/.installed
+
+# Installs only what is missing, so a second run costs a dpkg query.
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing" >&2; exit 3; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+report: setup
+	$(TCPLAB) report --cases $(CASES) --profile $(PROFILE) --edition $(EDITION) --mode $(MODE) $(if $(filter 1,$(FRESH)),--fresh)
+
+render: setup
+	$(TCPLAB) report --cases $(CASES) --edition $(EDITION) --render-only
+
+bench: setup
+	$(PY) bench/run_all.py
+
+lab: setup
+	$(VENV)/bin/jupyter lab --allow-root --ip=127.0.0.1 --notebook-dir=notebooks
+
+doctor: setup
+	$(TCPLAB) doctor
+
+cleanup: setup
+	$(TCPLAB) cleanup
+
+clean:
+	rm -rf reports/*.html reports/*.pdf reports/*.ipynb reports/handout* data/runs

@@ -1,0 +1,99 @@
+"""Fidelity of the emulated path (make bench).
+
+For round-trip delays {1, 10, 20, 50, 100} ms × rates {10, 100} Mbit/s and each backend the
+kernel allows: the TCP-measured RTT error (goal ≤ max(2 %, 0.2 ms)) and bulk goodput with
+autotuned buffers as a share of the configured rate (goal ≥ 95 % of what TCP can carry:
+1448/1514 of the line rate). For the delay line, its CPU per 10 k packets/s and the packet
+rate at which it stops keeping up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from common import save, table
+
+from tcplab.lab import Path, fidelity
+from tcplab.lab.link import netem_available
+
+TCP_SHARE = 1448 / 1514  # the most TCP payload a 1514-byte frame can carry
+
+
+def fidelity_rows(backends: list[str], rtts: list[int], rates: list[int], seconds: float) -> list[dict]:
+    rows = []
+    for backend in backends:
+        for rate in rates:
+            for rtt in rtts:
+                with Path(rtt=f"{rtt}ms", rate=f"{rate}mbit", backend=backend) as path:
+                    rtt_result = fidelity.tcp_rtt(path, count=max(10, min(40, int(2000 / rtt))))
+                    # Long RTTs need more time to leave slow start before counting.
+                    put = fidelity.goodput(path, seconds=seconds, skip=max(1.0, rtt * 0.03))
+                err = rtt_result.median - rtt / 1e3
+                goal = max(0.02 * rtt / 1e3, 0.0002)
+                share = put.bits_per_second / (rate * 1e6)
+                stats = path.link_stats
+                packets = sum(q.get("received", 0) for q in stats.values())
+                cpu = sum(q.get("cpu_s", 0.0) for q in stats.values())
+                wall = max([q.get("wall_s", 0.0) for q in stats.values()] or [0.0])
+                rows.append({
+                    "backend": path.backend, "rtt_ms": rtt, "rate_mbit": rate,
+                    "rtt_median_ms": rtt_result.median * 1e3, "rtt_min_ms": rtt_result.minimum * 1e3,
+                    "rtt_error_ms": err * 1e3, "rtt_goal_ms": goal * 1e3, "rtt_ok": abs(err) <= goal,
+                    "goodput_mbit": put.bits_per_second / 1e6, "share_of_rate": share,
+                    "share_of_tcp_max": share / TCP_SHARE, "rate_ok": share / TCP_SHARE >= 0.95,
+                    "cc": put.cc,
+                    "delayline_cpu_per_10k_pps": (cpu / (packets / wall) * 1e4 / wall) if packets and wall else None,
+                })
+                print(f"  {path.backend} {rtt} ms {rate} Mbit/s: RTT {rtt_result.median * 1e3:.2f} ms, "
+                      f"goodput {put.bits_per_second / 1e6:.1f} Mbit/s", file=sys.stderr)
+    return rows
+
+
+def capacity_rows(rates: list[str]) -> list[dict]:
+    """Push the delay line harder until it stops keeping up (lateness or goodput gives way)."""
+    rows = []
+    for rate in rates:
+        with Path(rtt="10ms", rate=None if rate == "none" else rate, backend="delayline") as path:
+            put = fidelity.goodput(path, seconds=2, skip=1.0)
+        stats = path.link_stats
+        data = max(stats.values(), key=lambda q: q.get("received", 0))
+        pps = sum(q["received"] for q in stats.values()) / max(q["wall_s"] for q in stats.values())
+        rows.append({
+            "rate": rate, "goodput_mbit": put.bits_per_second / 1e6, "packets_per_s": pps,
+            "late_mean_ms": data["late_mean_s"] * 1e3, "late_max_ms": data["late_max_s"] * 1e3,
+            "cpu_share": sum(q["cpu_s"] for q in stats.values()) / max(q["wall_s"] for q in stats.values()),
+        })
+        print(f"  capacity {rate}: {put.bits_per_second / 1e6:.0f} Mbit/s, {pps:.0f} pkt/s", file=sys.stderr)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rtts", default="1,10,20,50,100")
+    parser.add_argument("--rates", default="10,100")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--capacity", default="200mbit,400mbit,800mbit,none")
+    args = parser.parse_args()
+    backends = ["delayline"] + (["netem"] if netem_available() else [])
+    rows = fidelity_rows(backends, [int(x) for x in args.rtts.split(",")],
+                         [int(x) for x in args.rates.split(",")], args.seconds)
+    print("\nPath fidelity (goal: RTT error ≤ max(2 %, 0.2 ms); goodput ≥ 95 % of the TCP maximum)")
+    print(table(rows, [("backend", "backend", ""), ("rtt_ms", "RTT ms", "d"), ("rate_mbit", "Mbit/s", "d"),
+                       ("rtt_median_ms", "measured ms", ".2f"), ("rtt_error_ms", "error ms", "+.2f"),
+                       ("rtt_ok", "ok", ""), ("goodput_mbit", "goodput", ".1f"),
+                       ("share_of_tcp_max", "of TCP max", ".1%"), ("rate_ok", "ok", ""),
+                       ("delayline_cpu_per_10k_pps", "CPU s/s per 10k pkt/s", ".3f")]))
+    capacity = capacity_rows(args.capacity.split(",")) if args.capacity else []
+    if capacity:
+        print("\nDelay line capacity at 10 ms RTT (where lateness or goodput gives way)")
+        print(table(capacity, [("rate", "tbf rate", ""), ("goodput_mbit", "goodput Mbit/s", ".0f"),
+                               ("packets_per_s", "pkt/s", ".0f"), ("late_mean_ms", "late mean ms", ".3f"),
+                               ("late_max_ms", "late max ms", ".2f"), ("cpu_share", "CPU", ".0%")]))
+    path = save("fidelity", rows, capacity=capacity)
+    print(f"\nsaved {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

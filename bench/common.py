@@ -1,0 +1,58 @@
+"""What every benchmark result file carries, so a table can be remade and compared later."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def environment() -> dict:
+    def version(pkg: str) -> str | None:
+        try:
+            return metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            return None
+
+    def tool(argv: list[str]) -> str | None:
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            return (out.stdout or out.stderr).splitlines()[0].strip()
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            return None
+
+    return {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "packages": {p: version(p) for p in ("tcplab", "pyroute2", "numpy", "pandas", "numba", "NetfilterQueue")},
+        "tools": {"tcpdump": tool(["tcpdump", "--version"]), "tshark": tool(["tshark", "--version"])},
+    }
+
+
+def save(name: str, rows: list[dict], **extra) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"environment": environment(), "rows": rows, **extra}, indent=2))
+    os.replace(tmp, path)
+    return path
+
+
+def table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
+    """Plain-text table; columns are (key, heading, format)."""
+    head = [h for _, h, _ in columns]
+    body = [[("" if r.get(k) is None else format(r[k], f)) for k, _, f in columns] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
