@@ -151,3 +151,42 @@ def goodput(path: Path, seconds: float = 3.0, *, cc: str = "cubic", skip: float 
     finally:
         srv.close()
     return GoodputResult(received, now - counted_from, used_cc)
+
+
+def loss_share(path: Path, count: int = 400, interval: float = 0.002) -> float | None:
+    """Share of ping round trips lost (two chances to be dropped: request and reply)."""
+    result = path.client.run(["ping", "-c", str(count), "-i", str(interval), "-q", "-W", "1",
+                              path.server.address], check=False, timeout=count * interval + 30)
+    for line in result.stdout.splitlines():
+        if "packet loss" in line:
+            return float(line.split("%")[0].split()[-1]) / 100
+    return None
+
+
+def path_check(path: Path, *, rtt_count: int = 40, seconds: float = 3.0) -> tuple[list[dict[str, Any]], list[float]]:
+    """Configured vs measured (one row per quantity) and the RTT samples, for the path check.
+
+    The goodput's "configured" value is the most TCP can carry at that line rate:
+    1448 bytes of payload per 1514-byte frame.
+    """
+    spec = path.spec
+    rtt = tcp_rtt(path, count=rtt_count)
+    rows: list[dict[str, Any]] = [
+        {"quantity": "round-trip time (TCP, median)", "unit": "ms",
+         "configured": (spec.rtt if spec.rtt is not None else 2 * spec.one_way_delay) * 1e3,
+         "measured": rtt.median * 1e3},
+        {"quantity": "round-trip time (kernel min_rtt)", "unit": "ms",
+         "configured": (spec.rtt if spec.rtt is not None else 2 * spec.one_way_delay) * 1e3,
+         "measured": rtt.kernel_min_rtt * 1e3},
+    ]
+    if spec.rate:
+        put = goodput(path, seconds=seconds, skip=max(1.0, 30 * (spec.rtt or 0)))
+        rows.append({"quantity": f"goodput ({put.cc}, autotuned buffers)", "unit": "Mbit/s",
+                     "configured": spec.rate / 1e6 * 1448 / 1514, "measured": put.bits_per_second / 1e6})
+    if spec.loss:
+        share = loss_share(path)
+        p = spec.loss / 100
+        rows.append({"quantity": "ping loss (request or reply dropped)", "unit": "%",
+                     "configured": (1 - (1 - p) ** 2) * 100,
+                     "measured": None if share is None else share * 100})
+    return rows, rtt.samples

@@ -148,6 +148,7 @@ def netem_requests(ifname: str, shape: LinkShape, mtu: int) -> list[TcRequest]:
     return requests
 
 
+@netns.outside_event_loop
 def send(router_ns: str, requests: list[TcRequest]) -> None:
     with netns.iproute(router_ns) as ipr:
         for req in requests:
@@ -160,6 +161,7 @@ def send(router_ns: str, requests: list[TcRequest]) -> None:
 _NETEM_AVAILABLE: bool | None = None
 
 
+@netns.outside_event_loop
 def netem_available() -> bool:
     """Whether this kernel has sch_netem: try to add one on a throwaway namespace's loopback."""
     global _NETEM_AVAILABLE

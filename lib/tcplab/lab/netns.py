@@ -153,6 +153,39 @@ def run(name: str, argv: Sequence[str], *, timeout: float = 30, check: bool = Tr
     )
 
 
+def outside_event_loop(fn: Callable[..., T]) -> Callable[..., T]:
+    """Run ``fn`` in a worker thread when the caller's thread runs an asyncio loop.
+
+    pyroute2's synchronous API drives an event loop of its own, which cannot start inside
+    a running one — and a Jupyter kernel runs every cell inside one.
+    """
+    import asyncio
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return fn(*args, **kwargs)
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["result"] = fn(*args, **kwargs)
+            except BaseException as exc:
+                box["error"] = exc
+
+        thread = threading.Thread(target=target, name=f"pyroute2-{fn.__name__}")
+        thread.start()
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+    return wrapper
+
+
 def iproute(name: str):
     """A pyroute2 IPRoute bound to namespace ``name``.
 

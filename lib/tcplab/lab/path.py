@@ -261,6 +261,7 @@ class Path:
         self._old_handlers.clear()
 
     # --- building ----------------------------------------------------------------------------
+    @netns.outside_event_loop
     def _wire(self) -> None:
         mtu = self.spec.mtu
         with netns.iproute(self.router.ns) as ipr:
