@@ -128,7 +128,7 @@ def cmd_diagnose(argv: list[str]) -> int:
 
 
 def cmd_report(argv: list[str]) -> int:
-    from .report.cli import main_report
+    from .course import main_report
 
     return main_report(argv)
 

@@ -1,0 +1,108 @@
+"""The course: which cases exist, and ``tcplab report`` / ``make report`` over them.
+
+A case is a notebook in ``notebooks/`` named ``NN-name.ipynb``; its number is its id for
+``CASES=01,04``. What each case measures and asserts lives in the notebook and in
+:mod:`tcplab.cases`; this module only finds them, picks live or replay mode, and hands
+them to the render layer (:mod:`tcplab.report`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from .units import ParameterError
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = Path(os.environ.get("TCPLAB_NOTEBOOKS", ROOT / "notebooks"))
+REPORTS = Path(os.environ.get("TCPLAB_REPORTS", ROOT / "reports"))
+PROFILES = ("quick", "full")
+MODES = ("auto", "live", "replay")
+_CASE_FILE = re.compile(r"^(\d\d)-[a-z0-9-]+\.ipynb$")
+
+
+def available_cases(notebooks: Path = NOTEBOOKS) -> list[str]:
+    """Case ids (notebook stems) in course order."""
+    return sorted(p.stem for p in notebooks.glob("*.ipynb") if _CASE_FILE.match(p.name))
+
+
+def select_cases(selection: str, notebooks: Path = NOTEBOOKS) -> list[str]:
+    """``all`` or a comma list of numbers or names (``01,04`` or ``01-send-buffer``)."""
+    cases = available_cases(notebooks)
+    if selection.strip().lower() in ("", "all"):
+        return cases
+    chosen = []
+    for item in (x.strip() for x in selection.split(",") if x.strip()):
+        match = [c for c in cases if c == item or c.split("-", 1)[0] == item.zfill(2)]
+        if not match:
+            raise ParameterError("CASES", item, "all, or numbers/names of: " + ", ".join(cases))
+        chosen.extend(m for m in match if m not in chosen)
+    return chosen
+
+
+def live_possible() -> tuple[bool, str]:
+    """Live mode needs root and the lab's tools; otherwise the course replays recorded runs."""
+    if os.geteuid() != 0:
+        return False, "not root"
+    missing = [t for t in ("ip", "iptables", "tcpdump", "ss") if shutil.which(t) is None]
+    if missing:
+        return False, "missing " + ", ".join(missing)
+    return True, ""
+
+
+def choose_mode(requested: str) -> tuple[str, str]:
+    if requested not in MODES:
+        raise ParameterError("MODE", requested, "one of " + ", ".join(MODES))
+    can_live, why = live_possible()
+    if requested == "auto":
+        return ("live", "this machine can run the lab") if can_live else ("replay", f"live impossible: {why}")
+    if requested == "live" and not can_live:
+        raise ParameterError("MODE", requested, "replay or auto", f"live mode impossible here: {why}")
+    return requested, "as requested"
+
+
+def main_report(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tcplab report",
+                                     description="Run the course's case notebooks and render reports/.")
+    parser.add_argument("--cases", default="all", help="all, or e.g. 00,01,04 (default: all)")
+    parser.add_argument("--profile", default="quick", choices=PROFILES)
+    parser.add_argument("--edition", default="instructor", choices=("student", "instructor"))
+    parser.add_argument("--mode", default="auto", choices=MODES)
+    parser.add_argument("--fresh", action="store_true", help="rerun experiments even when recorded runs match")
+    parser.add_argument("--render-only", action="store_true",
+                        help="re-render from already executed notebooks in reports/, run nothing")
+    parser.add_argument("--formats", default="html,pdf")
+    parser.add_argument("--reports-dir", type=Path, default=REPORTS)
+    parser.add_argument("--notebooks-dir", type=Path, default=NOTEBOOKS)
+    args = parser.parse_args(argv)
+
+    from . import report
+
+    cases = select_cases(args.cases, args.notebooks_dir)
+    formats = [f for f in args.formats.split(",") if f]
+    args.reports_dir.mkdir(parents=True, exist_ok=True)
+    if args.render_only:
+        result = report.render_only(cases, reports_dir=args.reports_dir, notebooks_dir=args.notebooks_dir,
+                                    edition=args.edition, formats=formats, profile=args.profile)
+    else:
+        mode, why = choose_mode(args.mode)
+        print(f"tcplab report: {len(cases)} case(s), profile {args.profile}, edition {args.edition}, "
+              f"mode {mode} ({why})", flush=True)
+        result = report.build_report(
+            cases, notebooks_dir=args.notebooks_dir, reports_dir=args.reports_dir,
+            parameters={"fresh": bool(args.fresh)}, profile=args.profile, edition=args.edition,
+            mode=mode, formats=formats, progress=True,
+        )
+    print(result.summary())
+    for fmt, path in result.handout.items():
+        print(f"handout ({fmt}): {path}")
+    if not result.all_passed:
+        print("tcplab report: some cases failed or did not reproduce (see the summary above)", file=sys.stderr)
+        return 1
+    if not result.rendered_ok:
+        return 1
+    return 0
