@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 # System tools the lab, the captures and the PDF rendering call.
 APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark iputils-ping procps curl iperf3 \
                 libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
-                poppler-utils libjs-mathjax
+                poppler-utils libjs-katex
 
 .PHONY: setup system-packages test report render bench lab doctor cleanup clean help
 

@@ -1,0 +1,380 @@
+"""The render layer: case notebooks → executed notebooks → HTML → PDF → one handout.
+
+:func:`build_report` runs every case notebook with papermill and renders the results;
+:func:`render_only` renders again from notebooks already executed (another edition,
+a fixed template) without running anything. Both write, per case,
+``<reports_dir>/<case>.ipynb``, ``<case>.html`` and ``<case>.pdf``, then
+``handout.html`` and ``handout.pdf``, and return a :class:`ReportResult`.
+
+A case that fails — the notebook raises, the kernel dies, a cell times out — is
+recorded with its error and shown as such in its page and in the handout's summary;
+the other cases go on. A page that fails to render is recorded the same way.
+
+Modules, one job each: :mod:`.scores` (what notebooks publish), :mod:`.execute`
+(papermill), :mod:`.editions` (student/instructor by cell tags), :mod:`.html`
+(nbconvert, page), :mod:`.offline` (KaTeX, no network), :mod:`.pdf` (chromium),
+:mod:`.handout` (the combined document), :mod:`.text` (the words, translatable).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .context import ReportContext, combine_backends
+from .editions import EDITIONS, check_edition
+from .execute import DEFAULT_CELL_TIMEOUT_S, ExecutionResult, execute_notebook
+from .handout import CaseSection, case_status, write_handout
+from .html import (RenderedCells, case_page, load_notebook, notebook_error, notebook_title,
+                   render_cells, section_anchor)
+from .pdf import ChromiumNotFound, PdfError, find_chromium, html_to_pdf
+from .scores import (MIME_TYPE, SCHEMA, Check, Scores, at_least, at_most, check, equals,
+                     publish, read_scores, scores_in, within)
+
+__all__ = [
+    "build_report", "render_only", "Case", "CaseReport", "ReportResult", "ReportContext",
+    "FORMATS", "EDITIONS",
+    "publish", "read_scores", "Check", "Scores", "within", "at_least", "at_most", "equals",
+    "check", "MIME_TYPE", "SCHEMA",
+    "execute_notebook", "ExecutionResult", "html_to_pdf", "ChromiumNotFound", "PdfError",
+]
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("html", "pdf")
+HANDOUT_NAME = "handout"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case to report on: an id, its notebook, and parameters of its own."""
+
+    case_id: str
+    #: Defaults to ``<notebooks_dir>/<case_id>.ipynb``.
+    notebook: Path | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def notebook_path(self, notebooks_dir: Path) -> Path:
+        return Path(self.notebook) if self.notebook else notebooks_dir / f"{self.case_id}.ipynb"
+
+
+@dataclass
+class CaseReport:
+    """How one case went, and where its files are."""
+
+    case_id: str
+    title: str
+    #: One of :data:`.handout.STATUSES`: passed, failed, error, unscored.
+    status: str
+    scores: list[Scores] = field(default_factory=list)
+    execution: ExecutionResult | None = None
+    error: str | None = None
+    traceback: str | None = None
+    #: format ("ipynb", "html", "pdf") -> file written.
+    outputs: dict[str, Path] = field(default_factory=dict)
+    #: Rendering problems (a page or PDF that could not be made); results are unaffected.
+    render_errors: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def checks(self) -> list[Check]:
+        return [c for s in self.scores for c in s.checks]
+
+
+@dataclass
+class ReportResult:
+    cases: list[CaseReport]
+    context: ReportContext
+    #: format -> handout file written.
+    handout: dict[str, Path] = field(default_factory=dict)
+    render_errors: list[str] = field(default_factory=list)
+
+    @property
+    def all_passed(self) -> bool:
+        """Every case ran, published checks, and every check passed."""
+        return bool(self.cases) and all(c.passed for c in self.cases)
+
+    @property
+    def rendered_ok(self) -> bool:
+        """Every requested file was written."""
+        return not self.render_errors and not any(c.render_errors for c in self.cases)
+
+    def __getitem__(self, case_id: str) -> CaseReport:
+        for case in self.cases:
+            if case.case_id == case_id:
+                return case
+        raise KeyError(case_id)
+
+    def summary(self) -> str:
+        """A few plain lines for a terminal."""
+        t = self.context.messages()
+        lines = []
+        for c in self.cases:
+            checks = f"{sum(x.passed for x in c.checks)}/{len(c.checks)}" if c.checks else "-"
+            line = f"{c.case_id:<28} {t('status.' + c.status):<12} {checks:>7}"
+            if c.error:
+                line += f"  {c.error}"
+            lines.append(line)
+        lines.extend(self.render_errors)
+        for c in self.cases:
+            lines.extend(f"{c.case_id}: {e}" for e in c.render_errors)
+        return "\n".join(lines)
+
+
+def _as_cases(cases: Iterable[str | Path | Case]) -> list[Case]:
+    result = []
+    for case in cases:
+        if isinstance(case, Case):
+            result.append(case)
+        elif isinstance(case, Path) or str(case).endswith(".ipynb"):
+            result.append(Case(Path(case).stem, notebook=Path(case)))
+        else:
+            result.append(Case(str(case)))
+    ids = [c.case_id for c in result]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ValueError(f"case ids must be unique; repeated: {', '.join(duplicates)}")
+    return result
+
+
+def _check_formats(formats: Iterable[str], chromium: str | Path | None) -> tuple[str, ...]:
+    formats = tuple(dict.fromkeys(formats))
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ValueError(f"formats must be among {', '.join(FORMATS)}; got {', '.join(unknown)}")
+    if "pdf" in formats:
+        # Before hours of measurement, not after them.
+        find_chromium(chromium)
+    return formats
+
+
+def _asked_backend(parameters: Mapping[str, Any]) -> str | None:
+    """The backend a case was told to use, when that names one (``auto`` names none)."""
+    backend = parameters.get("backend")
+    return backend if isinstance(backend, str) and backend not in ("", "auto") else None
+
+
+def _say(progress: bool, message: str) -> None:
+    log.info(message)
+    if progress:
+        print(message, file=sys.stderr, flush=True)
+
+
+@dataclass
+class _Rendering:
+    """What every case's rendering shares in one report run."""
+
+    output_dir: Path
+    context: ReportContext
+    formats: tuple[str, ...]
+    notebooks_dir: Path | None
+    katex_dir: str | Path | None
+    chromium: str | Path | None
+    pdf_timeout_s: float
+    progress: bool
+
+    def case(self, case: Case, executed: Path, execution: ExecutionResult | None,
+             ) -> tuple[CaseReport, CaseSection]:
+        """Read one executed notebook and write its page (and PDF); never raises for the case."""
+        report, nb = self._read(case, executed, execution)
+        section = CaseSection(case_id=case.case_id, title=report.title, status=report.status,
+                              scores=report.scores, error=report.error,
+                              traceback=report.traceback)
+        cells = None
+        if nb is not None:
+            # Relative image paths in markdown cells mean the source notebook's folder.
+            base_dir = (Path(case.notebook).parent if case.notebook
+                        else self.notebooks_dir or executed.parent)
+            try:
+                cells = render_cells(nb, edition=self.context.edition,
+                                     id_prefix=section_anchor(case.case_id) + "--",
+                                     base_dir=base_dir)
+                section.cells_html, section.cells_css = cells.html, cells.css
+            except Exception as exc:  # noqa: BLE001 - keep the case in the handout, say why
+                report.render_errors.append(f"cells: {type(exc).__name__}: {exc}")
+        if cells is not None or report.error:
+            asked = (execution.parameters if execution is not None
+                     else nb.metadata.get("papermill", {}).get("parameters", {}) if nb else {})
+            backend = (combine_backends(s.backend for s in report.scores)
+                       or _asked_backend(asked) or self.context.backend)
+            self._write(report, cells or RenderedCells("", ""),
+                        self.context.with_backend(backend))
+        return report, section
+
+    def _read(self, case: Case, executed: Path, execution: ExecutionResult | None,
+              ) -> tuple[CaseReport, Any]:
+        report = CaseReport(case_id=case.case_id, title=case.case_id, status="error",
+                            execution=execution)
+        if execution is not None:
+            report.error, report.traceback = execution.error, execution.traceback
+        nb = None
+        if executed.is_file():
+            report.outputs["ipynb"] = executed
+            try:
+                nb = load_notebook(executed)
+            except Exception as exc:  # noqa: BLE001 - a corrupt notebook is this case's problem
+                report.error = report.error or f"unreadable notebook {executed}: {exc}"
+        elif report.error is None:
+            report.error = f"no executed notebook at {executed}"
+        if nb is not None:
+            report.scores = scores_in(nb)
+            published = next((s.title for s in report.scores if s.title), None)
+            report.title = published or notebook_title(nb, case.case_id)
+            if execution is None and report.error is None:
+                # Re-rendering: the notebook itself remembers where it stopped.
+                found = notebook_error(nb)
+                if found:
+                    report.error, report.traceback = found
+        report.status = case_status(report.error, report.scores)
+        return report, nb
+
+    def _write(self, report: CaseReport, cells: RenderedCells, context: ReportContext) -> None:
+        html_path = self.output_dir / f"{report.case_id}.html"
+        try:
+            page = case_page(cells, context=context, case_id=report.case_id,
+                             title=report.title, error=report.error,
+                             traceback=report.traceback, katex_dir=self.katex_dir)
+            html_path.parent.mkdir(parents=True, exist_ok=True)
+            html_path.write_text(page, encoding="utf-8")
+            report.outputs["html"] = html_path
+        except Exception as exc:  # noqa: BLE001 - a page that fails is recorded, not fatal
+            report.render_errors.append(f"html: {type(exc).__name__}: {exc}")
+            return
+        if "pdf" in self.formats:
+            try:
+                report.outputs["pdf"] = html_to_pdf(
+                    html_path, self.output_dir / f"{report.case_id}.pdf",
+                    chromium=self.chromium, timeout_s=self.pdf_timeout_s)
+            except (PdfError, OSError) as exc:
+                report.render_errors.append(f"pdf: {exc}")
+        if "html" not in self.formats:
+            # The page was only the PDF's source.
+            report.outputs.pop("html").unlink(missing_ok=True)
+
+    def handout(self, reports: list[CaseReport], sections: list[CaseSection]) -> ReportResult:
+        backend = combine_backends(s.backend for r in reports for s in r.scores)
+        context = self.context.with_backend(backend or self.context.backend)
+        result = ReportResult(cases=reports, context=context)
+        html_path = self.output_dir / f"{HANDOUT_NAME}.html"
+        _say(self.progress, f"handout: {len(sections)} case(s) → {html_path}")
+        try:
+            write_handout(sections, html_path, context=context, katex_dir=self.katex_dir)
+            result.handout["html"] = html_path
+        except Exception as exc:  # noqa: BLE001
+            result.render_errors.append(f"handout html: {type(exc).__name__}: {exc}")
+            return result
+        if "pdf" in self.formats:
+            try:
+                result.handout["pdf"] = html_to_pdf(
+                    html_path, self.output_dir / f"{HANDOUT_NAME}.pdf",
+                    chromium=self.chromium, timeout_s=self.pdf_timeout_s)
+            except (PdfError, OSError) as exc:
+                result.render_errors.append(f"handout pdf: {exc}")
+        if "html" not in self.formats:
+            result.handout.pop("html").unlink(missing_ok=True)
+        return result
+
+
+def build_report(
+    cases: Iterable[str | Path | Case],
+    *,
+    notebooks_dir: str | Path,
+    reports_dir: str | Path,
+    parameters: Mapping[str, Any] | None = None,
+    profile: str | None = None,
+    edition: str = "instructor",
+    mode: str = "live",
+    formats: Iterable[str] = FORMATS,
+    progress: bool = True,
+    kernel_name: str = "python3",
+    cell_timeout_s: float | None = DEFAULT_CELL_TIMEOUT_S,
+    backend: str | None = None,
+    title: str | None = None,
+    language: str | None = None,
+    katex_dir: str | Path | None = None,
+    chromium: str | Path | None = None,
+    pdf_timeout_s: float = 120,
+) -> ReportResult:
+    """Execute each case's notebook, then render its pages and the handout.
+
+    Each notebook runs with its folder (``notebooks_dir``) as working directory and gets
+    ``parameters``, then the case's own parameters, then ``case_id``, ``mode`` and, when
+    given, ``profile``. ``backend`` only labels the report when no case published one.
+    ``formats`` picks the files besides the executed notebooks: "html", "pdf" (a PDF is
+    printed from the HTML page, which is removed afterwards if "html" was not asked for).
+    """
+    notebooks_dir, reports_dir = Path(notebooks_dir), Path(reports_dir)
+    formats = _check_formats(formats, chromium)
+    context = ReportContext(edition=check_edition(edition), mode=mode, backend=backend,
+                            profile=profile, title=title, language=language)
+    case_list = _as_cases(cases)
+    rendering = _Rendering(reports_dir, context, formats, notebooks_dir, katex_dir, chromium,
+                           pdf_timeout_s, progress)
+    reports, sections = [], []
+    for index, case in enumerate(case_list, 1):
+        notebook = case.notebook_path(notebooks_dir)
+        executed = reports_dir / f"{case.case_id}.ipynb"
+        injected = {**(parameters or {}), **case.parameters, "case_id": case.case_id,
+                    "mode": mode}
+        if profile is not None:
+            injected["profile"] = profile
+        _say(progress, f"[{index}/{len(case_list)}] {case.case_id}: executing {notebook}")
+        execution = execute_notebook(notebook, executed, parameters=injected,
+                                     case_id=case.case_id, kernel_name=kernel_name,
+                                     cwd=notebook.parent, cell_timeout_s=cell_timeout_s,
+                                     progress=progress)
+        if not execution.ok:
+            _say(progress, f"[{index}/{len(case_list)}] {case.case_id}: failed: {execution.error}")
+        _say(progress, f"[{index}/{len(case_list)}] {case.case_id}: rendering")
+        report, section = rendering.case(case, executed, execution)
+        reports.append(report)
+        sections.append(section)
+    return rendering.handout(reports, sections)
+
+
+def render_only(
+    cases: Iterable[str | Path | Case],
+    *,
+    reports_dir: str | Path,
+    output_dir: str | Path | None = None,
+    notebooks_dir: str | Path | None = None,
+    profile: str | None = None,
+    edition: str = "instructor",
+    mode: str = "live",
+    formats: Iterable[str] = FORMATS,
+    progress: bool = True,
+    backend: str | None = None,
+    title: str | None = None,
+    language: str | None = None,
+    katex_dir: str | Path | None = None,
+    chromium: str | Path | None = None,
+    pdf_timeout_s: float = 120,
+) -> ReportResult:
+    """Render again from ``<reports_dir>/<case>.ipynb`` without executing anything.
+
+    Pages go to ``output_dir`` (default: ``reports_dir``), e.g. to keep a student
+    edition beside the instructor one. A notebook that stopped at an error is shown
+    as failed with that error; a missing one as a case that did not run.
+    """
+    reports_dir = Path(reports_dir)
+    output_dir = Path(output_dir) if output_dir is not None else reports_dir
+    formats = _check_formats(formats, chromium)
+    context = ReportContext(edition=check_edition(edition), mode=mode, backend=backend,
+                            profile=profile, title=title, language=language)
+    rendering = _Rendering(output_dir, context, formats,
+                           Path(notebooks_dir) if notebooks_dir else None, katex_dir,
+                           chromium, pdf_timeout_s, progress)
+    reports, sections = [], []
+    case_list = _as_cases(cases)
+    for index, case in enumerate(case_list, 1):
+        _say(progress, f"[{index}/{len(case_list)}] {case.case_id}: rendering")
+        report, section = rendering.case(case, reports_dir / f"{case.case_id}.ipynb", None)
+        reports.append(report)
+        sections.append(section)
+    return rendering.handout(reports, sections)

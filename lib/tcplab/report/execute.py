@@ -1,0 +1,105 @@
+"""Run one case notebook with papermill and keep the executed copy, whatever happens.
+
+A notebook that raises is a result, not an exception: the pipeline records the error
+and goes on with the next case. The executed notebook papermill saved up to the
+failing cell is kept, so the report can show how far the case got.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = ["ExecutionResult", "execute_notebook", "DEFAULT_CELL_TIMEOUT_S"]
+
+#: Long enough for a live case that transfers for a minute, short enough to unstick a hang.
+DEFAULT_CELL_TIMEOUT_S = 900
+
+
+@dataclass
+class ExecutionResult:
+    """How running one notebook went."""
+
+    case_id: str
+    input_path: Path
+    output_path: Path
+    ok: bool
+    duration_s: float
+    parameters: dict[str, Any] = field(default_factory=dict)
+    #: One line for a summary table, e.g. ``"ZeroDivisionError: division by zero"``.
+    error: str | None = None
+    #: The full traceback without colour codes, for the case's own page.
+    traceback: str | None = None
+    #: Execution count of the cell that failed, when papermill knows it.
+    failed_cell: int | None = None
+
+    @property
+    def has_output(self) -> bool:
+        return self.output_path.is_file()
+
+
+def _strip_ansi(text: str) -> str:
+    from nbconvert.filters.ansi import strip_ansi
+
+    return strip_ansi(text)
+
+
+def execute_notebook(
+    input_path: str | Path,
+    output_path: str | Path,
+    *,
+    parameters: Mapping[str, Any] | None = None,
+    case_id: str | None = None,
+    kernel_name: str = "python3",
+    cwd: str | Path | None = None,
+    cell_timeout_s: float | None = DEFAULT_CELL_TIMEOUT_S,
+    start_timeout_s: float = 60,
+    progress: bool = True,
+) -> ExecutionResult:
+    """Execute ``input_path`` into ``output_path`` with ``parameters`` injected.
+
+    ``cwd`` defaults to the notebook's own folder, so relative paths in a notebook mean
+    the same thing in JupyterLab and here. ``progress`` shows papermill's per-cell bar.
+    """
+    # papermill imports IPython and nbclient; import late so reading scores stays light.
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    input_path = Path(input_path)
+    output_path = Path(output_path)
+    case_id = case_id or input_path.stem
+    params = dict(parameters or {})
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    workdir = Path(cwd) if cwd is not None else input_path.parent
+
+    result = ExecutionResult(case_id=case_id, input_path=input_path, output_path=output_path,
+                             ok=False, duration_s=0.0, parameters=params)
+    start = time.monotonic()
+    try:
+        if not input_path.is_file():
+            raise FileNotFoundError(f"notebook not found: {input_path}")
+        papermill.execute_notebook(
+            str(input_path), str(output_path),
+            parameters=params,
+            kernel_name=kernel_name,
+            cwd=str(workdir),
+            progress_bar={"desc": case_id, "leave": True} if progress else False,
+            log_output=False,
+            start_timeout=start_timeout_s,
+            execution_timeout=cell_timeout_s,
+        )
+        result.ok = True
+    except PapermillExecutionError as exc:
+        result.error = f"{exc.ename}: {exc.evalue}" if exc.evalue else exc.ename
+        result.traceback = _strip_ansi("\n".join(exc.traceback or []))
+        result.failed_cell = exc.exec_count
+    except Exception as exc:  # noqa: BLE001 - kernel death, timeouts, bad JSON: all case failures
+        result.error = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+        import traceback
+
+        result.traceback = "".join(traceback.format_exception(exc))
+    finally:
+        result.duration_s = time.monotonic() - start
+    return result

@@ -1,0 +1,91 @@
+"""Many cases → one handout: cover, contents, summary of every check, then one section per case.
+
+Every case section starts on a new page and is a CSS *named page* of its own, so the
+page header names the case while the footer repeats kernel, backend and mode on every
+page (chromium prints ``@page`` margin boxes). On screen, where there are no pages, a
+banner line at the top of each section says the same. A case that did not run is
+listed in the summary with its error and still gets its section; it never stops the
+cases after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .context import ReportContext
+from .html import page_assets, section_anchor
+from .scores import Scores
+from .templating import render
+
+__all__ = ["CaseSection", "STATUSES", "case_status", "render_handout", "write_handout",
+           "section_anchor"]
+
+#: passed: ran and every check passed; failed: ran, some check failed;
+#: error: did not run to the end; unscored: ran but published no checks.
+STATUSES = ("passed", "failed", "error", "unscored")
+
+
+def case_status(error: str | None, scores: list[Scores]) -> str:
+    if error:
+        return "error"
+    if not any(s.checks for s in scores):
+        return "unscored"
+    return "passed" if all(s.passed for s in scores) else "failed"
+
+
+@dataclass
+class CaseSection:
+    """One case as the handout shows it."""
+
+    case_id: str
+    title: str
+    status: str
+    scores: list[Scores] = field(default_factory=list)
+    error: str | None = None
+    traceback: str | None = None
+    cells_html: str = ""
+    cells_css: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {', '.join(STATUSES)}; got {self.status!r}")
+
+    @property
+    def anchor(self) -> str:
+        return section_anchor(self.case_id)
+
+    @property
+    def n_checks(self) -> int:
+        return sum(s.n_checks for s in self.scores)
+
+    @property
+    def n_passed(self) -> int:
+        return sum(s.n_passed for s in self.scores)
+
+    @property
+    def checks(self):
+        return [c for s in self.scores for c in s.checks]
+
+
+def render_handout(sections: list[CaseSection], *, context: ReportContext,
+                   katex_dir: str | Path | None = None) -> str:
+    """The handout as one self-contained HTML page."""
+    t = context.messages()
+    assets = page_assets([s.cells_html for s in sections], [s.cells_css for s in sections],
+                         katex_dir=katex_dir)
+    n_failed = sum(1 for s in sections if s.status != "passed")
+    return render(
+        "handout.html.j2", messages=t, context=context, sections=sections, assets=assets,
+        language=t.language, title=context.title or t("handout.default_title"),
+        environment_line=context.environment_line(t), n_failed=n_failed,
+    )
+
+
+def write_handout(sections: list[CaseSection], html_path: str | Path, *,
+                  context: ReportContext, katex_dir: str | Path | None = None) -> Path:
+    html_path = Path(html_path)
+    html_path.parent.mkdir(parents=True, exist_ok=True)
+    html_path.write_text(render_handout(sections, context=context, katex_dir=katex_dir),
+                         encoding="utf-8")
+    return html_path

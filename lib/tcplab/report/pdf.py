@@ -1,0 +1,110 @@
+"""HTML page → PDF, printed by headless chromium (Debian's ``chromium`` package).
+
+Chromium is the renderer that gets the report right: CSS paged media with margin boxes
+and named pages, system CJK fonts, and KaTeX's script runs before printing. Each print
+gets a fresh profile directory and every background service switched off, and host
+names resolve to nothing, so a stray remote reference fails fast instead of waiting for
+a network that is not there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+__all__ = ["ChromiumNotFound", "PdfError", "find_chromium", "html_to_pdf", "DEFAULT_TIMEOUT_S"]
+
+DEFAULT_TIMEOUT_S = 120
+_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+class ChromiumNotFound(RuntimeError):
+    """No chromium to print with."""
+
+
+class PdfError(RuntimeError):
+    """Chromium ran but did not produce the PDF."""
+
+
+def find_chromium(explicit: str | Path | None = None) -> str:
+    """The browser to print with: ``explicit``, else ``TCPLAB_CHROMIUM``, else the first on PATH."""
+    wanted = explicit or os.environ.get("TCPLAB_CHROMIUM")
+    if wanted:
+        found = shutil.which(str(wanted))
+        if not found:
+            raise ChromiumNotFound(f"chromium not found at {wanted!r} (from "
+                                   f"{'the argument' if explicit else 'TCPLAB_CHROMIUM'})")
+        return found
+    for name in _CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise ChromiumNotFound(
+        "PDF output needs headless chromium, which is not installed: "
+        "apt-get install chromium (or set TCPLAB_CHROMIUM to a chromium binary), "
+        "or ask for formats=('html',) only.")
+
+
+def chromium_command(chromium: str, html_path: Path, pdf_path: Path,
+                     profile_dir: Path) -> list[str]:
+    return [
+        chromium,
+        "--headless",
+        "--no-sandbox",  # we run as root in the lab, where chromium refuses its sandbox
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-dev-shm-usage",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--allow-file-access-from-files",
+        f"--user-data-dir={profile_dir}",
+        "--no-pdf-header-footer",
+        f"--print-to-pdf={pdf_path}",
+        html_path.resolve().as_uri(),
+    ]
+
+
+def html_to_pdf(html_path: str | Path, pdf_path: str | Path, *,
+                chromium: str | Path | None = None,
+                timeout_s: float = DEFAULT_TIMEOUT_S) -> Path:
+    """Print ``html_path`` to ``pdf_path`` (A4 and margins come from the page's CSS)."""
+    html_path = Path(html_path)
+    target = Path(pdf_path)
+    pdf_path = target.resolve()
+    if not html_path.is_file():
+        raise FileNotFoundError(f"no HTML to print: {html_path}")
+    binary = find_chromium(chromium)
+    pdf_path.parent.mkdir(parents=True, exist_ok=True)
+    # Written beside the target and moved into place, so a failed print never leaves a
+    # truncated PDF that looks like a result.
+    partial = pdf_path.with_name(f".{pdf_path.name}.partial")
+    partial.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tcplab-chromium-") as profile:
+        command = chromium_command(binary, html_path, partial, Path(profile))
+        try:
+            proc = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, timeout=timeout_s, check=False,
+                                  env={**os.environ, "HOME": profile})
+        except subprocess.TimeoutExpired as exc:
+            partial.unlink(missing_ok=True)
+            raise PdfError(f"chromium did not finish printing {html_path} within "
+                           f"{timeout_s:g} s") from exc
+    if proc.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
+        partial.unlink(missing_ok=True)
+        detail = _last_lines(proc.stderr.decode("utf-8", "replace"))
+        raise PdfError(f"chromium failed to print {html_path} (exit {proc.returncode}): {detail}")
+    partial.replace(pdf_path)
+    return target
+
+
+def _last_lines(text: str, n: int = 5) -> str:
+    # Chromium's stderr is mostly D-Bus noise from a machine without a session bus.
+    lines = [ln for ln in text.splitlines() if ln.strip() and "dbus" not in ln.lower()]
+    return " | ".join(lines[-n:]) or "no message"

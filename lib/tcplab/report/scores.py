@@ -1,0 +1,278 @@
+"""How a case notebook publishes its scored predictions, and how the pipeline reads them back.
+
+A case's last cell calls :func:`publish` with a list of :class:`Check` objects, usually
+made with :func:`within`, :func:`at_least`, :func:`at_most` or :func:`equals`. That
+displays one output with three representations:
+
+* ``text/html`` and ``text/plain`` — the table a reader sees in JupyterLab and in the
+  report;
+* ``application/vnd.tcplab.scores+json`` (:data:`MIME_TYPE`) — the same scores as data.
+  Renderers that do not know this type (JupyterLab, nbconvert) skip it, and
+  :func:`read_scores` finds it in the executed notebook without re-running anything.
+
+The JSON payload (``schema`` = :data:`SCHEMA`)::
+
+    {"schema": "tcplab.scores/1", "case_id": str, "title": str,
+     "backend": str, "mode": str, "environment": {str: str},
+     "passed": bool, "n_checks": int, "n_passed": int,
+     "checks": [{"name": str, "predicted": number|str|bool|null,
+                 "measured": number|str|bool|null, "unit": str,
+                 "rule": str, "passed": bool}, ...]}
+
+Non-finite numbers are stored as ``null`` (JSON has no NaN) and such a check fails.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import nbformat
+
+from .templating import format_value, render
+from .text import Messages
+
+__all__ = [
+    "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "equals",
+    "check", "publish", "scores_output", "read_scores", "scores_in", "default_environment",
+]
+
+MIME_TYPE = "application/vnd.tcplab.scores+json"
+SCHEMA = "tcplab.scores/1"
+
+Value = float | int | str | bool | None
+
+
+def _plain(value: Any) -> Value:
+    """A JSON-safe scalar: numpy numbers become Python ones, NaN and ±inf become None."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    # numpy.bool_ is neither bool nor Integral.
+    if type(value).__name__ == "bool_":
+        return bool(value)
+    return str(value)
+
+
+def _number(value: Any) -> float | None:
+    plain = _plain(value)
+    if isinstance(plain, bool) or not isinstance(plain, (int, float)):
+        return None
+    return float(plain)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One scored assertion: what the student predicted, what the kernel did, and the verdict."""
+
+    name: str
+    predicted: Value
+    measured: Value
+    unit: str = ""
+    rule: str = ""
+    passed: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "predicted", _plain(self.predicted))
+        object.__setattr__(self, "measured", _plain(self.measured))
+        object.__setattr__(self, "passed", bool(self.passed))
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Check":
+        return cls(
+            name=str(data["name"]), predicted=data.get("predicted"),
+            measured=data.get("measured"), unit=str(data.get("unit", "")),
+            rule=str(data.get("rule", "")), passed=bool(data.get("passed", False)),
+        )
+
+
+def within(name: str, predicted: Any, measured: Any, tolerance: float, *, unit: str = "",
+           relative: bool = True, language: str | None = None) -> Check:
+    """Passes when ``measured`` is within ``tolerance`` of ``predicted``.
+
+    With ``relative`` (the default) ``tolerance`` is a fraction of the prediction
+    (0.1 = ±10 %); otherwise it is in the same unit as the values.
+    """
+    if tolerance < 0:
+        raise ValueError(f"tolerance must not be negative, got {tolerance!r}")
+    t = Messages(language)
+    p, m = _number(predicted), _number(measured)
+    if relative:
+        allowed = None if p is None else tolerance * abs(p)
+        rule = t("rule.within_relative", percent=format_value(tolerance * 100.0))
+    else:
+        allowed = tolerance
+        rule = t("rule.within_absolute", tolerance=format_value(float(tolerance), unit))
+    passed = p is not None and m is not None and allowed is not None and abs(m - p) <= allowed
+    return Check(name, predicted, measured, unit, rule, passed)
+
+
+def at_least(name: str, measured: Any, minimum: Any, *, unit: str = "",
+             predicted: Any = None, language: str | None = None) -> Check:
+    """Passes when ``measured >= minimum``; "predicted" shows ``predicted`` or the bound."""
+    m, low = _number(measured), _number(minimum)
+    if low is None:
+        raise ValueError(f"minimum must be a finite number, got {minimum!r}")
+    rule = Messages(language)("rule.at_least", bound=format_value(low, unit))
+    return Check(name, minimum if predicted is None else predicted, measured, unit, rule,
+                 m is not None and m >= low)
+
+
+def at_most(name: str, measured: Any, maximum: Any, *, unit: str = "",
+            predicted: Any = None, language: str | None = None) -> Check:
+    """Passes when ``measured <= maximum``; "predicted" shows ``predicted`` or the bound."""
+    m, high = _number(measured), _number(maximum)
+    if high is None:
+        raise ValueError(f"maximum must be a finite number, got {maximum!r}")
+    rule = Messages(language)("rule.at_most", bound=format_value(high, unit))
+    return Check(name, maximum if predicted is None else predicted, measured, unit, rule,
+                 m is not None and m <= high)
+
+
+def equals(name: str, predicted: Any, measured: Any, *, unit: str = "",
+           language: str | None = None) -> Check:
+    """Passes when the two values are equal, e.g. a predicted bottleneck name."""
+    rule = Messages(language)("rule.equals")
+    p, m = _plain(predicted), _plain(measured)
+    return Check(name, predicted, measured, unit, rule, p is not None and p == m)
+
+
+def check(name: str, passed: bool, *, predicted: Any = None, measured: Any = None,
+          unit: str = "", rule: str = "") -> Check:
+    """A check whose verdict the notebook computed itself; ``rule`` says how, for the reader."""
+    return Check(name, predicted, measured, unit, rule, bool(passed))
+
+
+def default_environment() -> dict[str, str]:
+    """What a reader needs to judge the numbers: the kernel that produced them."""
+    return {
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+    }
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Everything one :func:`publish` call said about a case."""
+
+    case_id: str
+    title: str
+    backend: str
+    mode: str
+    checks: tuple[Check, ...]
+    environment: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def n_checks(self) -> int:
+        return len(self.checks)
+
+    @property
+    def n_passed(self) -> int:
+        return sum(1 for c in self.checks if c.passed)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "case_id": self.case_id, "title": self.title,
+            "backend": self.backend, "mode": self.mode,
+            "environment": dict(self.environment), "passed": self.passed,
+            "n_checks": self.n_checks, "n_passed": self.n_passed,
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Scores":
+        schema = data.get("schema")
+        if schema != SCHEMA:
+            raise ValueError(f"unknown scores schema {schema!r}; this tcplab reads {SCHEMA!r}")
+        return cls(
+            case_id=str(data["case_id"]), title=str(data.get("title", data["case_id"])),
+            backend=str(data.get("backend", "")), mode=str(data.get("mode", "")),
+            checks=tuple(Check.from_json(c) for c in data.get("checks", [])),
+            environment={str(k): str(v) for k, v in (data.get("environment") or {}).items()},
+        )
+
+
+def _plain_table(scores: Scores, t: Messages) -> str:
+    header = [t("scores.check"), t("scores.predicted"), t("scores.measured"),
+              t("scores.rule"), t("scores.result")]
+    rows = [header] + [
+        [c.name, format_value(c.predicted, c.unit), format_value(c.measured, c.unit), c.rule,
+         t("status.pass") if c.passed else t("status.fail")]
+        for c in scores.checks
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    summary = t("scores.summary", passed=scores.n_passed, total=scores.n_checks)
+    return "\n".join([scores.title, *lines, summary])
+
+
+def scores_output(scores: Scores, *, language: str | None = None) -> dict[str, Any]:
+    """The MIME bundle :func:`publish` displays: table for people, JSON for the pipeline."""
+    t = Messages(language)
+    return {
+        "text/html": render("scores_table.html.j2", messages=t, scores=scores),
+        "text/plain": _plain_table(scores, t),
+        MIME_TYPE: scores.to_json(),
+    }
+
+
+def publish(case_id: str, title: str, checks: Iterable[Check], *, backend: str, mode: str,
+            environment: Mapping[str, Any] | None = None,
+            language: str | None = None) -> None:
+    """Show the case's scores table and leave the scores in the notebook for the report.
+
+    Call it once in the case's last cell. ``environment`` defaults to
+    :func:`default_environment`; pass the lab's own description when it has one.
+    Returns nothing, so that as a cell's last line it adds no second output.
+    """
+    checks = tuple(checks)
+    for c in checks:
+        if not isinstance(c, Check):
+            raise TypeError(f"publish() takes Check objects, got {type(c).__name__}: {c!r}")
+    env = default_environment() if environment is None else environment
+    scores = Scores(case_id=str(case_id), title=str(title), backend=str(backend),
+                    mode=str(mode), checks=checks,
+                    environment={str(k): str(v) for k, v in env.items()})
+    # Imported here so the pipeline can read scores without IPython being importable.
+    from IPython.display import display
+
+    display(scores_output(scores, language=language), raw=True)
+
+
+def scores_in(nb: nbformat.NotebookNode) -> list[Scores]:
+    """Every scores payload in an executed notebook's outputs, in cell order."""
+    found = []
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        for output in cell.get("outputs", []):
+            data = output.get("data") or {}
+            if MIME_TYPE in data:
+                payload = data[MIME_TYPE]
+                if isinstance(payload, str):
+                    payload = json.loads(payload)
+                found.append(Scores.from_json(payload))
+    return found
+
+
+def read_scores(executed_nb_path: str | Path) -> list[Scores]:
+    """The scores an executed notebook published (empty when it published none)."""
+    nb = nbformat.read(str(executed_nb_path), as_version=4)
+    return scores_in(nb)

@@ -1,0 +1,76 @@
+"""One Jinja environment for the report's own templates, with the filters they share."""
+
+from __future__ import annotations
+
+import math
+import string
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from .text import Messages
+
+__all__ = ["TEMPLATES_DIR", "environment", "render", "format_value", "css_string",
+           "counter_content"]
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+
+
+def format_value(value: Any, unit: str = "") -> str:
+    """A predicted or measured value as a reader sees it: 4 significant digits, then the unit."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, float):
+        text = f"{value:.4g}" if math.isfinite(value) else str(value)
+    else:
+        text = str(value)
+    return f"{text} {unit}".strip() if unit else text
+
+
+def css_string(text: str) -> Markup:
+    """``text`` as a double-quoted CSS string, safe inside a ``<style>`` element."""
+    escaped = []
+    for char in str(text):
+        if char in '"\\' or ord(char) < 0x20 or char in "<>":
+            # Hex escapes also keep "</style>" from ending the element early.
+            escaped.append(f"\\{ord(char):x} ")
+        else:
+            escaped.append(char)
+    return Markup('"' + "".join(escaped) + '"')
+
+
+def counter_content(template: str) -> Markup:
+    """A translated "page {page} of {pages}" as a CSS ``content`` value with page counters."""
+    parts = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        if literal:
+            parts.append(str(css_string(literal)))
+        if name in ("page", "pages"):
+            parts.append(f"counter({name})")
+        elif name:
+            raise ValueError(f"page number text may use {{page}} and {{pages}} only: {template!r}")
+    return Markup(" ".join(parts) or '""')
+
+
+@lru_cache(maxsize=None)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        autoescape=jinja2.select_autoescape(["html", "html.j2", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["value"] = format_value
+    env.filters["css_string"] = css_string
+    env.filters["counter_content"] = counter_content
+    return env
+
+
+def render(template: str, *, messages: Messages, **context: Any) -> str:
+    return environment().get_template(template).render(t=messages, **context)

@@ -1,0 +1,65 @@
+"""The report's user-facing words, looked up by key.
+
+Every label, rule text and status word a reader sees comes from
+``templates/strings/<language>.json``, so a translation is one more JSON file and no
+code change. A key missing from a translation falls back to English, so a partial
+translation still renders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Messages", "messages", "default_language", "STRINGS_DIR"]
+
+STRINGS_DIR = Path(__file__).parent / "templates" / "strings"
+FALLBACK_LANGUAGE = "en"
+
+
+def default_language() -> str:
+    """The language asked for by ``TCPLAB_LANG``, English when unset."""
+    return os.environ.get("TCPLAB_LANG", "").strip() or FALLBACK_LANGUAGE
+
+
+@lru_cache(maxsize=None)
+def _load(language: str) -> dict[str, str]:
+    path = STRINGS_DIR / f"{language}.json"
+    if not path.is_file():
+        if language == FALLBACK_LANGUAGE:
+            raise FileNotFoundError(f"the report's English strings are missing: {path}")
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+class Messages:
+    """Looks up and fills in user-facing strings of one language."""
+
+    def __init__(self, language: str | None = None) -> None:
+        self.language = language or default_language()
+        self._own = _load(self.language)
+        self._fallback = _load(FALLBACK_LANGUAGE)
+
+    def __call__(self, key: str, **fields: Any) -> str:
+        template = self._own.get(key, self._fallback.get(key))
+        if template is None:
+            # A visible key beats a crash in the middle of a report; tests catch it.
+            return key
+        return template.format(**fields) if fields else template
+
+    def has(self, key: str) -> bool:
+        return key in self._own or key in self._fallback
+
+    def label(self, group: str, value: str | None) -> str:
+        """The display word for a code such as ``backend=delayline``; the code itself if unknown."""
+        if value is None or value == "":
+            return self("value.unknown")
+        key = f"{group}.{value}"
+        return self(key) if self.has(key) else str(value)
+
+
+def messages(language: str | None = None) -> Messages:
+    return Messages(language)

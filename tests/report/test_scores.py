@@ -1,0 +1,92 @@
+"""Scored checks and their machine-readable form, without a kernel."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import nbformat
+import numpy as np
+import pytest
+
+from tcplab.report.scores import (MIME_TYPE, SCHEMA, Check, Scores, at_least, at_most, check,
+                                  equals, scores_in, scores_output, within)
+
+
+def test_within_relative_tolerance_is_a_fraction_of_the_prediction():
+    assert within("rtt", 100.0, 109.0, 0.10, unit="ms").passed
+    assert not within("rtt", 100.0, 111.0, 0.10, unit="ms").passed
+    assert "10 %" in within("rtt", 100.0, 100.0, 0.10).rule
+
+
+def test_within_absolute_tolerance_is_in_the_values_unit():
+    c = within("rtt", 100.0, 104.0, 5.0, unit="ms", relative=False)
+    assert c.passed and "5 ms" in c.rule
+    assert not within("rtt", 100.0, 106.0, 5.0, relative=False).passed
+
+
+def test_bounds_and_equality():
+    assert at_least("goodput", 9.5, 9.0, unit="Mbit/s").passed
+    assert not at_least("goodput", 8.9, 9.0).passed
+    assert at_most("loss", 0.5, 1.0).passed
+    assert not at_most("loss", 1.5, 1.0).passed
+    assert at_least("goodput", 9.5, 9.0, predicted=10.0).predicted == 10.0
+    assert equals("bottleneck", "link", "link").passed
+    assert not equals("bottleneck", "link", "receiver window").passed
+    assert check("custom", True, rule="because").passed
+
+
+def test_non_finite_measurements_fail_and_become_null():
+    c = within("rtt", 100.0, float("nan"), 0.5)
+    assert not c.passed and c.measured is None
+    assert not at_least("x", math.inf, 1.0).passed
+    json.dumps(c.to_json(), allow_nan=False)
+
+
+def test_numpy_values_are_stored_as_plain_python():
+    c = within("rtt", np.float64(10.0), np.int64(10), 0.1)
+    assert type(c.predicted) is float and type(c.measured) is int
+    assert type(check("flag", np.bool_(True)).passed) is bool
+
+
+def test_negative_tolerance_is_refused():
+    with pytest.raises(ValueError):
+        within("rtt", 1.0, 1.0, -0.1)
+
+
+def _scores() -> Scores:
+    return Scores("c1", "Case one 中文", "netem", "replay",
+                  (within("rtt", 10.0, 10.5, 0.1, unit="ms"), at_least("rate", 1.0, 2.0)))
+
+
+def test_scores_round_trip_through_json():
+    s = _scores()
+    data = json.loads(json.dumps(s.to_json()))
+    assert data["schema"] == SCHEMA
+    assert (data["n_checks"], data["n_passed"], data["passed"]) == (2, 1, False)
+    assert Scores.from_json(data) == s
+
+
+def test_unknown_schema_is_refused():
+    data = _scores().to_json() | {"schema": "tcplab.scores/99"}
+    with pytest.raises(ValueError, match="schema"):
+        Scores.from_json(data)
+
+
+def test_output_bundle_has_table_text_and_data():
+    bundle = scores_output(_scores())
+    assert set(bundle) == {"text/html", "text/plain", MIME_TYPE}
+    assert "<table" in bundle["text/html"] and "Case one 中文" in bundle["text/html"]
+    assert "1 of 2 checks passed" in bundle["text/plain"]
+    assert bundle[MIME_TYPE]["case_id"] == "c1"
+
+
+def test_scores_are_found_in_a_notebooks_outputs():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("publish(...)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=scores_output(_scores()))]
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"), cell]
+    # Through the file format and back, as the pipeline reads it.
+    nb = nbformat.reads(nbformat.writes(nb), as_version=4)
+    (found,) = scores_in(nb)
+    assert found == _scores()

@@ -1,0 +1,56 @@
+"""User-facing strings and the CSS they end up in."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tcplab.report.editions import EDITIONS
+from tcplab.report.handout import STATUSES
+from tcplab.report.templating import TEMPLATES_DIR, counter_content, css_string, format_value
+from tcplab.report.text import Messages
+
+
+def test_missing_translation_falls_back_to_english():
+    t = Messages("xx")
+    assert t("status.passed") == "passed"
+    assert t("scores.summary", passed=1, total=2) == "1 of 2 checks passed"
+
+
+def test_labels_translate_codes_and_keep_unknown_ones():
+    t = Messages("en")
+    assert t.label("backend", "delayline") == "delay line"
+    assert t.label("backend", "something-new") == "something-new"
+    assert t.label("backend", None) == "unknown"
+
+
+def test_every_key_used_in_templates_exists():
+    keys = set(json.loads((TEMPLATES_DIR / "strings" / "en.json").read_text()))
+    used = set()
+    for template in TEMPLATES_DIR.glob("*.j2"):
+        used |= set(re.findall(r"""\bt\(\s*["']([\w.]+)["']""", template.read_text()))
+    for module in TEMPLATES_DIR.parent.glob("*.py"):
+        used |= set(re.findall(r"""["']((?:rule|scores|status|env|handout|page|value)\.\w+)["']""",
+                               module.read_text()))
+    # Keys built from a value ("status." ~ s.status) must exist for every value.
+    used = {k for k in used if not k.endswith(".")}
+    used |= {f"status.{s}" for s in STATUSES} | {f"edition.{e}" for e in EDITIONS}
+    assert used <= keys, sorted(used - keys)
+
+
+def test_css_strings_cannot_break_out_of_the_style_element():
+    out = str(css_string('a "quoted" </style> \\ 中文'))
+    assert out.startswith('"') and out.endswith('"')
+    assert "</style>" not in out and '"quoted"' not in out
+    assert "中文" in out
+
+
+def test_page_counter_content_keeps_translated_words_around_counters():
+    assert str(counter_content("page {page} of {pages}")) == '"page " counter(page) " of " counter(pages)'
+    assert str(counter_content("第 {page} 页")) == '"第 " counter(page) " 页"'
+
+
+def test_values_are_shown_with_four_significant_digits():
+    assert format_value(12.345678, "ms") == "12.35 ms"
+    assert format_value(None) == "—"
+    assert format_value("link") == "link"
