@@ -56,6 +56,17 @@ def _children() -> set[int]:
     return found
 
 
+def _owned_elsewhere(name: str) -> bool:
+    owner = netns.owner_of(name)
+    if owner is None or owner == os.getpid() or owner in _children():
+        return False
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 @pytest.fixture(autouse=True)
 def leaves_nothing_behind(request):
     if os.geteuid() != 0:
@@ -65,7 +76,9 @@ def leaves_nothing_behind(request):
     yield
     after = _host_state()
     problems = []
-    new_ns = after["namespaces"] - before["namespaces"]
+    # A namespace whose recorded owner is another live process (a parallel test run, a
+    # user's `tcplab lab`) is not this test's doing.
+    new_ns = {n for n in after["namespaces"] - before["namespaces"] if not _owned_elsewhere(n)}
     if new_ns:
         problems.append(f"namespaces left: {sorted(new_ns)}")
     for key in ("sysctls", "iptables", "qdiscs", "guard_record"):
