@@ -1,0 +1,379 @@
+"""Read a capture file into columns: one row per TCP packet, one row per TCP connection.
+
+    >>> table = read_packets("run.pcap")
+    >>> table.packets[["frame", "rel_time", "flow", "dir", "seq", "len", "win"]]
+    >>> table.flows
+
+The file is memory-mapped and decoded by compiled code (numba) straight into NumPy
+columns, which become the DataFrame without a copy; nothing is built per packet in Python.
+
+Numbers follow Wireshark (tshark 4.0 defaults), so a row can be checked against the
+same frame in Wireshark:
+
+* ``frame`` is Wireshark's frame number: 1-based, counting every frame of the file;
+* ``flow`` is ``tcp.stream``: connections numbered by first appearance; a SYN that reuses
+  a connection's ports with a new initial sequence number starts a new one;
+* ``seq``/``ack`` are ``tcp.seq``/``tcp.ack``, relative to each direction's initial
+  sequence number (first seen seq - 1 when the SYN was not captured), widened to int64
+  so they keep growing past 4 GiB instead of wrapping (``seq % 2**32`` is Wireshark's).
+  Without the ACK flag, ``ack`` is the raw field, as Wireshark shows it;
+* ``len`` is ``tcp.len``, taken from the IP header, so a snaplen that cut the payload
+  off does not change it;
+* ``win`` is ``tcp.window_size``: the advertised window scaled by the shift Wireshark has
+  for that direction. Never scaled on SYNs; -1 where Wireshark's scale is "unknown"
+  (handshake not captured), where Wireshark would show the unscaled field. Like
+  Wireshark, a SYN's window-scale option applies to its sender's windows even when the
+  SYN-ACK was not captured; ``flows.window_scaling`` is "on" only when both carried it.
+
+Other per-packet columns: ``dir`` (0: from the side that opened the connection: the
+SYN's sender, the SYN-ACK's receiver, else the first sender), ``time`` (epoch seconds),
+``time_ns`` (the exact capture timestamp), ``rel_time`` (since the file's first frame),
+raw ``seq_raw``/``ack_raw``/``win_raw``, ``flags`` (the 12 TCP flag bits) with ``f_syn``,
+``f_ack``, ``f_fin``, ``f_rst``, ``f_psh``; options ``mss`` (0: none), ``wscale`` (-1: none),
+``ts_val``/``ts_ecr`` (-1: none), ``sack_count`` and up to four blocks
+``sack_le1..4``/``sack_re1..4`` relative like ``ack`` (-1 where absent).
+``snaplen_truncated`` marks packets whose TCP options were cut by the snaplen: options
+after the cut are missing, and a SACK block cut in two keeps its left edge (right edge
+-1, not counted in ``sack_count``), as Wireshark shows it.
+
+Frames that are not TCP are counted in ``source.skipped`` by reason; IP fragments other
+than the first are among them (Wireshark would reassemble them: TCP segments split by
+IP fragmentation are rare, Linux sets DF). TCP headers quoted inside ICMP errors are
+not read.
+
+Expert columns (retransmissions, duplicate ACKs, zero windows, RTT, bytes in flight...)
+are added by :func:`tcplab.analysis.expert.analyze`; ``read_packets`` calls it unless
+``expert=False``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import socket
+import warnings
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from . import _decode as D
+from . import _pcapio as io
+
+__all__ = ["PacketTable", "PcapError", "PcapSource", "PcapWarning", "read_packets", "PACKET_COLUMNS",
+           "FLOW_COLUMNS"]
+
+
+class PcapError(ValueError):
+    """A file that cannot be read as a TCP capture; the message names the file and why."""
+
+
+class PcapWarning(UserWarning):
+    """Something in the file was dropped (a cut-off last record, say) but the rest is good."""
+
+
+#: Columns of ``PacketTable.packets`` from the decoder (expert columns come on top).
+PACKET_COLUMNS = (
+    "frame", "time", "time_ns", "rel_time", "flow", "dir", "seq", "ack", "seq_raw", "ack_raw", "len",
+    "flags", "f_syn", "f_ack", "f_fin", "f_rst", "f_psh", "win_raw", "win", "mss", "wscale",
+    "sack_count", "sack_le1", "sack_re1", "sack_le2", "sack_re2", "sack_le3", "sack_re3",
+    "sack_le4", "sack_re4", "ts_val", "ts_ecr", "snaplen_truncated",
+)
+
+FLOW_COLUMNS = (
+    "flow", "ip_version", "client", "client_port", "server", "server_port", "handshake",
+    "wscale_client", "wscale_server", "window_scaling", "mss_client", "mss_server",
+    "packets", "bytes_c2s", "bytes_s2c", "first", "last", "reused_ports",
+)
+
+_SKIP_REASONS = ("not IP", "not TCP", "IP fragment", "cut short", "malformed TCP", "unsupported link type")
+
+_LINK_NAMES = {
+    D.LT_NULL: "BSD loopback", D.LT_ETHERNET: "Ethernet", D.LT_RAW: "raw IP", D.LT_RAW_BSD12: "raw IP",
+    D.LT_RAW_BSD14: "raw IP", D.LT_LOOP: "OpenBSD loopback", D.LT_SLL: "Linux cooked (SLL)",
+    D.LT_IPV4: "raw IPv4", D.LT_IPV6: "raw IPv6", D.LT_SLL2: "Linux cooked v2 (SLL2)",
+}
+
+
+@dataclass(frozen=True)
+class PcapSource:
+    """Where a table came from and what was left out."""
+
+    path: str
+    format: str  # "pcap" or "pcapng"
+    link_types: tuple[int, ...]  # LINKTYPE_* numbers, one per interface
+    frames: int  # every frame in the file, TCP or not
+    packets: int  # TCP packets decoded (rows before any ``flow`` selection)
+    skipped: int  # frames that are not decodable TCP
+    skipped_by_reason: dict = field(default_factory=dict)
+    complete: bool = True  # False when the file ended inside a record
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def link_type(self) -> int:
+        return self.link_types[0] if self.link_types else -1
+
+    @property
+    def link_name(self) -> str:
+        return ", ".join(dict.fromkeys(_LINK_NAMES.get(t, f"LINKTYPE {t}") for t in self.link_types))
+
+
+@dataclass
+class PacketTable:
+    """``packets``: one row per TCP packet; ``flows``: one row per connection (``flow``)."""
+
+    packets: pd.DataFrame
+    flows: pd.DataFrame
+    source: PcapSource
+
+    @property
+    def has_expert(self) -> bool:
+        return "retransmission" in self.packets.columns
+
+    def __repr__(self) -> str:
+        return (f"PacketTable({self.source.path!r}: {len(self.packets)} TCP packets in "
+                f"{len(self.flows)} flows, {self.source.frames} frames)")
+
+
+_PCAP_MAGIC = {
+    b"\xd4\xc3\xb2\xa1": (True, False),
+    b"\xa1\xb2\xc3\xd4": (False, False),
+    b"\x4d\x3c\xb2\xa1": (True, True),
+    b"\xa1\xb2\x3c\x4d": (False, True),
+}
+_PCAP_MODIFIED = (b"\x34\xcd\xb2\xa1", b"\xa1\xb2\xcd\x34")
+_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+
+
+def read_packets(path, *, flow: int | Iterable[int] | None = None, expert: bool = True) -> PacketTable:
+    """Decode every TCP packet of a pcap or pcapng file.
+
+    ``flow`` keeps only the given flow number(s) (``tcp.stream``); the analysis still sees
+    the whole file first, so the kept rows are the same as without the selection.
+    ``expert=False`` skips the Wireshark expert analysis (see :mod:`.expert`).
+
+    Raises :class:`PcapError` for a file that is missing, empty, not a capture, damaged
+    before its end, or has no TCP packet. A file that ends inside its last record (a
+    capture cut off mid-write) is read up to that record, with a :class:`PcapWarning`;
+    ``source.complete`` is then False and ``source.warnings`` says what was dropped.
+    """
+    path = os.fspath(path)
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise PcapError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            raise PcapError(f"{path}: empty file (0 bytes), not a capture")
+        try:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise PcapError(f"{path}: cannot map the file (not a regular file?): {exc}") from None
+    error = None
+    try:
+        packets, flows, source = _read(path, np.frombuffer(mm, dtype=np.uint8), size)
+    except PcapError as exc:
+        # A fresh exception without the traceback, whose frames still see the mapping.
+        error = PcapError(str(exc))
+    finally:
+        try:
+            mm.close()
+        except BufferError:
+            pass  # an unexpected error's traceback still holds it; unmapped when freed
+    if error is not None:
+        raise error
+    for message in source.warnings:
+        warnings.warn(f"{path}: {message}", PcapWarning, stacklevel=2)
+    table = PacketTable(packets, flows, source)
+    if expert:
+        from .expert import analyze
+
+        table = analyze(table)
+    if flow is not None:
+        table = select_flows(table, flow)
+    return table
+
+
+def select_flows(table: PacketTable, flow: int | Iterable[int]) -> PacketTable:
+    wanted = np.atleast_1d(np.asarray(list(flow) if not np.isscalar(flow) else [flow], dtype=np.int64))
+    unknown = sorted(set(wanted.tolist()) - set(range(len(table.flows))))
+    if unknown:
+        raise ValueError(f"{table.source.path}: no flow {unknown[0]} (flows are 0..{len(table.flows) - 1})")
+    keep = np.isin(table.packets["flow"].to_numpy(), wanted)
+    packets = table.packets.loc[keep].reset_index(drop=True)
+    flows = table.flows.loc[table.flows["flow"].isin(wanted)].reset_index(drop=True)
+    return PacketTable(packets, flows, table.source)
+
+
+def _read(path: str, buf: np.ndarray, size: int):
+    head = bytes(buf[:4])
+    messages: list[str] = []
+    if head == _PCAPNG_MAGIC:
+        fmt = "pcapng"
+        rec_off, rec_cap, rec_len, rec_ns, rec_if, if_link, status, end = _walk_pcapng(path, buf)
+    elif head in _PCAP_MAGIC:
+        fmt = "pcap"
+        rec_off, rec_cap, rec_len, rec_ns, rec_if, if_link, status, end = _walk_pcap(path, buf, size,
+                                                                             *_PCAP_MAGIC[head])
+    elif head in _PCAP_MODIFIED:
+        raise PcapError(f"{path}: 'modified' (Kuznetzov) pcap format is not supported; convert it with editcap")
+    else:
+        raise PcapError(f"{path}: not a pcap or pcapng file (starts with {bytes(buf[:8])!r})")
+    nframes = rec_off.size
+    complete = True
+    if status == io.TRUNCATED:
+        complete = False
+        messages.append(f"file ends inside a record at byte {end} (after frame {nframes}): "
+                        f"the capture was cut off; that last record was dropped")
+    elif status != io.OK:
+        what = {io.CORRUPT: "corrupt record header",
+                io.UNKNOWN_INTERFACE: "packet block names an interface no interface block described",
+                io.TOO_MANY_INTERFACES: f"more than {io.MAX_INTERFACES} interfaces"}[status]
+        raise PcapError(f"{path}: {what} at byte {end} (after frame {nframes}); file is damaged")
+    if nframes == 0:
+        raise PcapError(f"{path}: no frames in the file" + ("" if complete else " (its only record is cut off)"))
+
+    n = nframes
+    i64 = np.empty((D.N_I64, n), np.int64)
+    i32 = np.empty((D.N_I32, n), np.int32)
+    u32 = np.empty((D.N_U32, n), np.uint32)
+    u16 = np.empty((D.N_U16, n), np.uint16)
+    i16 = np.empty((D.N_I16, n), np.int16)
+    trunc = np.empty(n, np.bool_)
+    skipped = np.zeros(D.N_SKIP, np.int64)
+    cap = 1 << 10
+    keys = np.empty((cap, D.NK), np.int64)
+    vals = np.full(cap, -1, np.int64)
+    F = np.empty((256, D.NF), np.int64)
+    FK = np.empty((256, D.NK + 2), np.int64)
+    k, nflows, keys, vals, F, FK = D.decode(buf, rec_off, rec_cap, rec_len, rec_ns, rec_if, if_link,
+                                            i64, i32, u32, u16, i16, trunc, skipped, keys, vals, F, FK)
+    first_ns = int(rec_ns[0])
+    del rec_off, rec_cap, rec_len, rec_ns, rec_if, keys, vals
+    link_types = tuple(int(x) for x in if_link)
+    by_reason = {name: int(c) for name, c in zip(_SKIP_REASONS, skipped) if c}
+    if k == 0:
+        unsupported = [t for t in link_types if t not in D.SUPPORTED_LINK_TYPES]
+        extra = f"; unsupported link type(s) {unsupported}" if unsupported else ""
+        reasons = ", ".join(f"{c} {name}" for name, c in by_reason.items())
+        raise PcapError(f"{path}: no TCP packets among {nframes} frames ({reasons}){extra}")
+
+    if k < n // 2:
+        # Mostly non-TCP: don't keep the unused tail of every column alive.
+        i64, i32, u32, u16, i16, trunc = (a[..., :k].copy() for a in (i64, i32, u32, u16, i16, trunc))
+    packets = _packet_frame(k, i64, i32, u32, u16, i16, trunc, first_ns)
+    flows = _flow_frame(F[:nflows], FK[:nflows])
+    source = PcapSource(path=path, format=fmt, link_types=link_types, frames=nframes, packets=k,
+                        skipped=nframes - k, skipped_by_reason=by_reason, complete=complete,
+                        warnings=tuple(messages))
+    return packets, flows, source
+
+
+def _walk_pcap(path, buf, size, le, nanos):
+    if size < 24:
+        raise PcapError(f"{path}: truncated pcap file header ({size} of 24 bytes)")
+    snaplen = int(np.frombuffer(bytes(buf[16:20]), "<u4" if le else ">u4")[0])
+    linktype = int(np.frombuffer(bytes(buf[20:24]), "<u4" if le else ">u4")[0]) & 0xFFFF
+    maxrec = max(io.MAX_PCAP_RECORD, min(snaplen, io.MAX_PCAPNG_BLOCK))
+    empty64 = np.empty(0, np.int64)
+    empty32 = np.empty(0, np.int32)
+    n, _, _ = io.pcap_walk(buf, 24, le, nanos, maxrec, False, empty64, empty32, empty32, empty64)
+    rec_off = np.empty(n, np.int64)
+    rec_cap = np.empty(n, np.int32)
+    rec_len = np.empty(n, np.int32)
+    rec_ns = np.empty(n, np.int64)
+    n2, end, status = io.pcap_walk(buf, 24, le, nanos, maxrec, True, rec_off, rec_cap, rec_len, rec_ns)
+    assert n2 == n
+    return rec_off, rec_cap, rec_len, rec_ns, empty32, np.array([linktype], np.int32), status, end
+
+
+def _walk_pcapng(path, buf):
+    ifs = [np.empty(io.MAX_INTERFACES, np.int64) for _ in range(5)]
+    empty64 = np.empty(0, np.int64)
+    empty32 = np.empty(0, np.int32)
+    n, nif, _, _ = io.pcapng_walk(buf, False, empty64, empty32, empty32, empty64, empty32, *ifs)
+    rec_off = np.empty(n, np.int64)
+    rec_cap = np.empty(n, np.int32)
+    rec_len = np.empty(n, np.int32)
+    rec_ns = np.empty(n, np.int64)
+    rec_if = np.empty(n, np.int32)
+    n2, nif, end, status = io.pcapng_walk(buf, True, rec_off, rec_cap, rec_len, rec_ns, rec_if, *ifs)
+    assert n2 == n
+    if nif == 0 and n == 0 and status == io.OK:
+        raise PcapError(f"{path}: pcapng file without any interface or packet")
+    if_link = ifs[0][:max(nif, 1)].astype(np.int32)
+    return rec_off, rec_cap, rec_len, rec_ns, rec_if, if_link, status, end
+
+
+def _packet_frame(k, i64, i32, u32, u16, i16, trunc, first_ns) -> pd.DataFrame:
+    time_ns = i64[D.I64_TIME_NS, :k]
+    flags = u16[D.U16_FLAGS, :k]
+    cols = {
+        "frame": i64[D.I64_FRAME, :k],
+        "time": time_ns / 1e9,
+        "time_ns": time_ns,
+        "rel_time": (time_ns - first_ns) / 1e9,
+        "flow": i32[D.I32_FLOW, :k],
+        "dir": i16[D.I16_DIR, :k].astype(np.int8),
+        "seq": i64[D.I64_SEQ, :k],
+        "ack": i64[D.I64_ACK, :k],
+        "seq_raw": u32[D.U32_SEQ_RAW, :k],
+        "ack_raw": u32[D.U32_ACK_RAW, :k],
+        "len": i32[D.I32_LEN, :k],
+        "flags": flags,
+        "f_syn": (flags & D.TH_SYN) != 0,
+        "f_ack": (flags & D.TH_ACK) != 0,
+        "f_fin": (flags & D.TH_FIN) != 0,
+        "f_rst": (flags & D.TH_RST) != 0,
+        "f_psh": (flags & D.TH_PUSH) != 0,
+        "win_raw": u16[D.U16_WIN_RAW, :k],
+        "win": i32[D.I32_WIN, :k],
+        "mss": u16[D.U16_MSS, :k],
+        "wscale": i16[D.I16_WSCALE, :k],
+        "sack_count": i16[D.I16_SACK_COUNT, :k],
+    }
+    for j in range(4):
+        cols[f"sack_le{j + 1}"] = i64[D.I64_SACK_LE + j, :k]
+        cols[f"sack_re{j + 1}"] = i64[D.I64_SACK_RE + j, :k]
+    cols["ts_val"] = i64[D.I64_TSVAL, :k]
+    cols["ts_ecr"] = i64[D.I64_TSECR, :k]
+    cols["snaplen_truncated"] = trunc[:k]
+    return pd.DataFrame({name: cols[name] for name in PACKET_COLUMNS}, copy=False)
+
+
+def _address(family: int, hi: int, lo: int) -> str:
+    if family == 4:
+        return socket.inet_ntop(socket.AF_INET, int(lo & 0xFFFFFFFF).to_bytes(4, "big"))
+    raw = (int(hi) & (2**64 - 1)).to_bytes(8, "big") + (int(lo) & (2**64 - 1)).to_bytes(8, "big")
+    return socket.inet_ntop(socket.AF_INET6, raw)
+
+
+def _flow_frame(F: np.ndarray, FK: np.ndarray) -> pd.DataFrame:
+    rows = []
+    for f in range(F.shape[0]):
+        fam = int(FK[f, 6])
+        a = (_address(fam, FK[f, 0], FK[f, 1]), int(FK[f, 4]))
+        b = (_address(fam, FK[f, 2], FK[f, 3]), int(FK[f, 5]))
+        client, server = (a, b) if F[f, D.F_INIT_SIDE] == 0 else (b, a)
+        syn, synack = bool(F[f, D.F_SYN_SEEN]), bool(F[f, D.F_SYNACK_SEEN])
+        ws_c = int(F[f, D.F_SYN_WS]) if syn else -1
+        ws_s = int(F[f, D.F_SYNACK_WS]) if synack else -1
+        state = (int(F[f, D.F_WS]), int(F[f, D.F_WS + 1]))
+        if -2 in state:
+            scaling = "off"
+        elif syn and synack and ws_c >= 0 and ws_s >= 0:
+            scaling = "on"
+        else:
+            scaling = "unknown"
+        rows.append((f, fam, client[0], client[1], server[0], server[1], syn and synack, ws_c, ws_s, scaling,
+                     int(F[f, D.F_SYN_MSS]) if syn else 0, int(F[f, D.F_SYNACK_MSS]) if synack else 0,
+                     int(F[f, D.F_NPKT]), int(F[f, D.F_BYTES]), int(F[f, D.F_BYTES + 1]),
+                     F[f, D.F_FIRST] / 1e9, F[f, D.F_LAST] / 1e9, bool(F[f, D.F_REUSED])))
+    flows = pd.DataFrame.from_records(rows, columns=list(FLOW_COLUMNS))
+    return flows.astype({"flow": np.int32, "ip_version": np.int8, "client_port": np.int32, "server_port": np.int32,
+                         "wscale_client": np.int16, "wscale_server": np.int16, "mss_client": np.int32,
+                         "mss_server": np.int32, "packets": np.int64, "bytes_c2s": np.int64,
+                         "bytes_s2c": np.int64, "first": np.float64, "last": np.float64,
+                         "handshake": bool, "reused_ports": bool})

@@ -1,0 +1,393 @@
+"""Building synthetic captures for the tests: TCP conversations scripted packet by packet,
+written as pcap or pcapng in any of the link types the reader supports.
+
+IP and TCP headers come from dpkt (which also computes the checksums); the link-layer
+headers and the file formats are written here, so the tests can produce every variant
+(byte orders, nanosecond stamps, several pcapng interfaces) independently of the reader.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass, field
+
+import dpkt
+
+FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+
+# ---------------------------------------------------------------- TCP options
+
+
+def opt_mss(value: int) -> bytes:
+    return struct.pack("!BBH", 2, 4, value)
+
+
+def opt_ws(shift: int) -> bytes:
+    return struct.pack("!BBB", 3, 3, shift)
+
+
+def opt_sack_perm() -> bytes:
+    return b"\x04\x02"
+
+
+def opt_ts(val: int, ecr: int) -> bytes:
+    return struct.pack("!BBII", 8, 10, val, ecr)
+
+
+def opt_sack(blocks) -> bytes:
+    return struct.pack("!BB", 5, 2 + 8 * len(blocks)) + b"".join(
+        struct.pack("!II", le & 0xFFFFFFFF, re & 0xFFFFFFFF) for le, re in blocks)
+
+
+def nops(n: int) -> bytes:
+    return b"\x01" * n
+
+
+def pad4(opts: bytes) -> bytes:
+    return opts + b"\x00" * (-len(opts) % 4)
+
+
+# ---------------------------------------------------------------- IP packets
+
+
+def tcp_segment(sport, dport, seq, ack, flags, win, opts=b"", payload=b"") -> dpkt.tcp.TCP:
+    opts = pad4(opts)
+    seg = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, flags=flags,
+                       win=win, opts=opts, data=payload)
+    seg.off = (20 + len(opts)) // 4
+    return seg
+
+
+def _with_l4_checksum(src: bytes, dst: bytes, proto: int, body: bytes) -> bytes:
+    """Fill in a TCP checksum over the pseudo-header, so tools that check it agree."""
+    if proto != 6 or len(body) < 20:
+        return body
+    body = body[:16] + b"\x00\x00" + body[18:]
+    pseudo = src + dst + struct.pack("!HH", proto, len(body)) if len(src) == 4 else \
+        src + dst + struct.pack("!IxxxB", len(body), proto)
+    return body[:16] + struct.pack("!H", dpkt.in_cksum(pseudo + body)) + body[18:]
+
+
+def ipv4(src: str, dst: str, payload, proto: int = 6, *, frag_offset: int = 0, more_fragments: bool = False,
+         ident: int = 1, total_length: int | None = None) -> bytes:
+    body = bytes(payload)
+    if not frag_offset:
+        body = _with_l4_checksum(socket.inet_aton(src), socket.inet_aton(dst), proto, body)
+    flags_frag = (0x2000 if more_fragments else 0) | (frag_offset // 8)
+    if not more_fragments and not frag_offset:
+        flags_frag |= 0x4000  # DF, as Linux sets it
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body) if total_length is None else total_length, ident,
+                      flags_frag, 64, proto, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    csum = dpkt.in_cksum(hdr)
+    return hdr[:10] + struct.pack("!H", csum) + hdr[12:] + body
+
+
+def ipv6(src: str, dst: str, payload, nxt: int = 6, ext: bytes = b"") -> bytes:
+    s, d = socket.inet_pton(socket.AF_INET6, src), socket.inet_pton(socket.AF_INET6, dst)
+    body = ext + _with_l4_checksum(s, d, 6, bytes(payload))
+    hdr = struct.pack("!IHBB", 0x60000000, len(body), nxt, 64)
+    return hdr + s + d + body
+
+
+def udp4(src, dst, sport=5353, dport=5353, payload=b"hello") -> bytes:
+    u = dpkt.udp.UDP(sport=sport, dport=dport, data=payload)
+    u.ulen = 8 + len(payload)
+    return ipv4(src, dst, u, proto=17)
+
+
+# ---------------------------------------------------------------- link layers
+
+ETH_IP4, ETH_IP6, ETH_ARP = 0x0800, 0x86DD, 0x0806
+
+
+def ethertype_of(l3: bytes) -> int:
+    return ETH_IP6 if l3[0] >> 4 == 6 else ETH_IP4
+
+
+def ethernet(l3: bytes, vlans=(), tpid=0x8100, ethertype=None) -> bytes:
+    et = ethertype if ethertype is not None else ethertype_of(l3)
+    tags = b""
+    for i, vid in enumerate(vlans):
+        # Outer tags of a QinQ stack use 802.1ad's TPID, the innermost 802.1Q's.
+        this_tpid = tpid if i < len(vlans) - 1 else 0x8100
+        tags += struct.pack("!HH", this_tpid, vid)
+    frame = b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01"
+    body = frame + tags + struct.pack("!H", et) + l3
+    return body + b"\x00" * max(0, 60 - len(body))  # Ethernet minimum frame: padding
+
+
+def sll(l3: bytes, pkttype: int = 0) -> bytes:
+    return struct.pack("!HHH8sH", pkttype, 1, 6, b"\x02\x00\x00\x00\x00\x01\x00\x00", ethertype_of(l3)) + l3
+
+
+def sll2(l3: bytes, ifindex: int = 1, pkttype: int = 0) -> bytes:
+    return struct.pack("!HHIHBB8s", ethertype_of(l3), 0, ifindex, 1, pkttype, 6,
+                       b"\x02\x00\x00\x00\x00\x01\x00\x00") + l3
+
+
+def bsd_null(l3: bytes, little_endian: bool = True) -> bytes:
+    family = 2 if l3[0] >> 4 == 4 else 30
+    return struct.pack("<I" if little_endian else ">I", family) + l3
+
+
+def openbsd_loop(l3: bytes) -> bytes:
+    return struct.pack(">I", 2 if l3[0] >> 4 == 4 else 24) + l3
+
+
+LINK = {  # name -> (LINKTYPE number, encapsulation)
+    "ethernet": (1, ethernet),
+    "vlan": (1, lambda l3: ethernet(l3, vlans=(100,))),
+    "qinq": (1, lambda l3: ethernet(l3, vlans=(200, 100), tpid=0x88A8)),
+    "sll": (113, sll),
+    "sll2": (276, sll2),
+    "raw": (101, lambda l3: l3),
+    "raw12": (12, lambda l3: l3),
+    "raw14": (14, lambda l3: l3),
+    "ipv4": (228, lambda l3: l3),
+    "ipv6": (229, lambda l3: l3),
+    "null": (0, bsd_null),
+    "null_be": (0, lambda l3: bsd_null(l3, little_endian=False)),
+    "loop": (108, openbsd_loop),
+}
+
+
+# ---------------------------------------------------------------- file writers
+
+
+def write_pcap(path, frames, linktype: int = 1, *, nanos: bool = False, big_endian: bool = False,
+               snaplen: int = 262144) -> None:
+    """``frames``: (time in seconds, or an int of ns, bytes) in order."""
+    e = ">" if big_endian else "<"
+    magic = 0xA1B23C4D if nanos else 0xA1B2C3D4
+    with open(path, "wb") as fh:
+        fh.write(struct.pack(e + "IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype))
+        for t, data in frames:
+            sec, frac = _split_time(t, 1_000_000_000 if nanos else 1_000_000)
+            cap = data[:snaplen]
+            fh.write(struct.pack(e + "IIII", sec, frac, len(cap), len(data)))
+            fh.write(cap)
+
+
+def _split_time(t, per_second: int):
+    if isinstance(t, int):  # nanoseconds
+        sec, ns = divmod(t, 1_000_000_000)
+        return sec, ns * per_second // 1_000_000_000
+    sec = int(t)
+    return sec, round((t - sec) * per_second)
+
+
+@dataclass
+class Interface:
+    linktype: int
+    tsresol: int | None = None  # raw if_tsresol byte; None: default microseconds
+    snaplen: int = 0
+    tsoffset: int | None = None
+
+
+def _opt(code: int, value: bytes, e: str) -> bytes:
+    return struct.pack(e + "HH", code, len(value)) + value + b"\x00" * (-len(value) % 4)
+
+
+def _block(btype: int, body: bytes, e: str) -> bytes:
+    body += b"\x00" * (-len(body) % 4)
+    n = 12 + len(body)
+    return struct.pack(e + "II", btype, n) + body + struct.pack(e + "I", n)
+
+
+def write_pcapng(path, interfaces, packets, *, big_endian: bool = False, extra_blocks=()) -> None:
+    """``packets``: (interface index, ticks in that interface's resolution, bytes), or
+    ("spb", None, bytes) for a Simple Packet Block. ``extra_blocks``: (position, type, body)
+    blocks the reader must skip, inserted before packet ``position``."""
+    e = ">" if big_endian else "<"
+    out = [_block(0x0A0D0D0A, struct.pack(e + "IHHq", 0x1A2B3C4D, 1, 0, -1), e)]
+    for itf in interfaces:
+        opts = b""
+        if itf.tsresol is not None:
+            opts += _opt(9, bytes([itf.tsresol]), e)
+        if itf.tsoffset is not None:
+            opts += _opt(14, struct.pack(e + "q", itf.tsoffset), e)
+        if opts:
+            opts += struct.pack(e + "HH", 0, 0)
+        out.append(_block(1, struct.pack(e + "HHI", itf.linktype, 0, itf.snaplen) + opts, e))
+    extras = {}
+    for pos, btype, body in extra_blocks:
+        extras.setdefault(pos, []).append(_block(btype, body, e))
+    for i, (ifid, ticks, data) in enumerate(packets):
+        out.extend(extras.get(i, []))
+        if ifid == "spb":
+            out.append(_block(3, struct.pack(e + "I", len(data)) + data, e))
+        else:
+            out.append(_block(6, struct.pack(e + "IIIII", ifid, ticks >> 32, ticks & 0xFFFFFFFF, len(data),
+                                             len(data)) + data, e))
+    with open(path, "wb") as fh:
+        fh.write(b"".join(out))
+
+
+# ---------------------------------------------------------------- scripted conversations
+
+
+@dataclass
+class Conn:
+    """One TCP connection; ``send`` returns an IP packet and keeps sequence numbers.
+
+    Direction 0 is the client. By default a packet carries the next sequence number of its
+    direction and acknowledges everything the other direction has sent.
+    """
+
+    client: tuple = ("10.0.0.1", 40000)
+    server: tuple = ("10.0.0.2", 80)
+    isn: tuple = (1000, 5000)
+    v6: bool = False
+    nxt: list = field(default_factory=list)
+    ext: bytes = b""  # IPv6 extension headers placed before TCP
+    ext_first: int = 6  # next-header value naming the first extension header
+
+    def __post_init__(self):
+        self.nxt = [self.isn[0], self.isn[1]]
+
+    def send(self, d: int, flags: int = ACK, length: int = 0, *, seq=None, ack=None, win: int = 1000,
+             opts: bytes = b"", advance: bool = True) -> bytes:
+        src, dst = (self.client, self.server) if d == 0 else (self.server, self.client)
+        s = self.nxt[d] if seq is None else seq
+        a = self.nxt[1 - d] if ack is None else ack
+        if not flags & ACK and ack is None:
+            a = 0
+        seg = tcp_segment(src[1], dst[1], s, a, flags, win, opts, b"\x00" * length)
+        end = s + length + (1 if flags & (SYN | FIN) else 0)
+        if advance and end - self.nxt[d] > 0:
+            self.nxt[d] = end
+        if self.v6:
+            if self.ext:
+                return ipv6(src[0], dst[0], seg, nxt=self.ext_first, ext=self.ext)
+            return ipv6(src[0], dst[0], seg)
+        return ipv4(src[0], dst[0], seg)
+
+    def handshake(self, t: float, rtt: float = 0.01, ws=(7, 7), mss=(1460, 1460), win=(64240, 65160),
+                  ack_win: int = 502):
+        """SYN, SYN-ACK, ACK: three (time, packet) pairs."""
+        o0 = opt_mss(mss[0]) + (opt_ws(ws[0]) if ws[0] is not None else b"")
+        o1 = opt_mss(mss[1]) + (opt_ws(ws[1]) if ws[1] is not None else b"")
+        return [(t, self.send(0, SYN, win=win[0], opts=o0)),
+                (t + rtt / 2, self.send(1, SYN | ACK, win=win[1], opts=o1)),
+                (t + rtt, self.send(0, ACK, win=ack_win))]
+
+
+# ---------------------------------------------------------------- random conversations
+
+
+def random_capture(seed: int, flows: int = 3, packets: int = 1500, v6_share: float = 0.3):
+    """A capture of several interleaved connections doing everything the expert analysis
+    looks at, at random: loss before and after the capture point, retransmissions of old
+    and recent data, reordering, duplicate and SACK-carrying ACKs, ACKs of unseen data,
+    zero windows and probes, window updates, keep-alives, retransmitted SYNs, port reuse,
+    FIN/RST, missing handshakes, and time gaps around the 3 ms / 20 ms thresholds.
+
+    Nothing here needs to be valid TCP: it only has to exercise the analysis, whose
+    answers the tests take from tshark. Returns (time in ns, IP packet) pairs in order.
+    """
+    import random
+
+    rnd = random.Random(seed)
+    t = 1_700_000_000 * 1_000_000_000 + rnd.randrange(10**9)
+    gaps = [0, 1_000, 200_000, 1_000_000, 2_900_000, 3_100_000, 10_000_000, 19_000_000, 21_000_000,
+            50_000_000, 300_000_000]
+    conns = []
+    for i in range(flows):
+        v6 = rnd.random() < v6_share
+        cli = (f"fd00::{i + 1}" if v6 else f"10.0.{i}.1", 30000 + rnd.randrange(3) + i * 10)
+        srv = (f"fd00::ff{i}" if v6 else f"10.0.{i}.2", 80 if rnd.random() < 0.5 else 443)
+        isn = (rnd.choice([rnd.randrange(2**32), 2**32 - rnd.randrange(1, 5000), rnd.randrange(1, 100)]),
+               rnd.randrange(2**32))
+        conns.append({"c": Conn(client=cli, server=srv, isn=isn, v6=v6), "started": False,
+                      "win": [rnd.choice([65535, 502, 8192]), rnd.choice([65535, 1024, 300])],
+                      "sent": [[], []], "zero": [False, False], "ts": [rnd.randrange(2**32), rnd.randrange(2**32)]})
+    out = []
+
+    def emit(pkt, visible=True):
+        nonlocal t
+        t += rnd.choice(gaps) if rnd.random() < 0.7 else rnd.randrange(5_000_000)
+        if visible:
+            out.append((t, pkt))
+
+    while len(out) < packets:
+        st = rnd.choice(conns)
+        c = st["c"]
+        if not st["started"]:
+            st["started"] = True
+            if rnd.random() < 0.8:
+                ws = (rnd.choice([None, 0, 7, 14]), rnd.choice([None, 0, 2, 7]))
+                o0 = opt_mss(1460) + (opt_ws(ws[0]) if ws[0] is not None else b"") + opt_sack_perm()
+                o1 = opt_mss(1400) + (opt_ws(ws[1]) if ws[1] is not None else b"") + opt_sack_perm()
+                emit(c.send(0, SYN, win=64240, opts=o0), rnd.random() < 0.95)
+                if rnd.random() < 0.2:
+                    emit(c.send(0, SYN, win=64240, opts=o0, seq=c.isn[0]))  # SYN retransmission
+                emit(c.send(1, SYN | ACK, win=65160, opts=o1), rnd.random() < 0.95)
+                emit(c.send(0, ACK, win=st["win"][0]))
+            continue
+        d = rnd.randrange(2)
+        r = rnd.random()
+        opts = b""
+        if rnd.random() < 0.3:
+            st["ts"][d] += rnd.randrange(3)
+            opts = nops(2) + opt_ts(st["ts"][d], st["ts"][1 - d])
+        win = 0 if st["zero"][d] else st["win"][d]
+        if r < 0.40:  # new data, maybe lost before the capture point
+            length = rnd.choice([1, 100, 536, 1448, 1448, 1448, rnd.randrange(1, 3000)])
+            st["sent"][d].append((c.nxt[d], length))
+            emit(c.send(d, ACK | (PSH if rnd.random() < 0.3 else 0), length, win=win, opts=opts),
+                 rnd.random() > 0.08)
+        elif r < 0.50 and st["sent"][d]:  # retransmit something sent before
+            seq, length = rnd.choice(st["sent"][d][-8:])
+            emit(c.send(d, ACK, length, seq=seq, win=win, opts=opts))
+        elif r < 0.75:  # ACK: cumulative, duplicate, partial, or beyond what was seen
+            kind = rnd.random()
+            other = st["sent"][1 - d]
+            if kind < 0.5 or not other:
+                ack = c.nxt[1 - d]
+            elif kind < 0.8:
+                ack = rnd.choice(other[-6:])[0]
+            else:
+                ack = c.nxt[1 - d] + rnd.choice([1, 1000])
+            if other and rnd.random() < 0.3:
+                blocks = []
+                for _ in range(rnd.randrange(1, 5)):
+                    s0, l0 = rnd.choice(other[-10:])
+                    blocks.append((s0, s0 + l0))
+                # With timestamps there is room for three blocks, without for four.
+                opts = opts + nops(2) + opt_sack(blocks[:3 if opts else 4])
+            emit(c.send(d, ACK, ack=ack, win=win, opts=opts[:40]))
+        elif r < 0.80:  # the window closes or opens
+            st["zero"][d] = not st["zero"][d] if rnd.random() < 0.7 else st["zero"][d]
+            if not st["zero"][d] and rnd.random() < 0.5:
+                st["win"][d] = rnd.choice([65535, 4096, 502, 1])
+            emit(c.send(d, ACK, win=0 if st["zero"][d] else st["win"][d], opts=opts))
+        elif r < 0.85:  # zero-window probe or keep-alive, and maybe their answer
+            if rnd.random() < 0.5:
+                emit(c.send(d, ACK, 1, win=win, opts=opts, advance=False))
+            else:
+                emit(c.send(d, ACK, rnd.choice([0, 1]), seq=c.nxt[d] - 1, win=win, opts=opts, advance=False))
+            if rnd.random() < 0.7:
+                emit(c.send(1 - d, ACK, win=0 if st["zero"][1 - d] else st["win"][1 - d]))
+        elif r < 0.88:  # out of order: the newest segment again, after a newer one
+            if st["sent"][d]:
+                seq, length = st["sent"][d][-1]
+                st["sent"][d].append((c.nxt[d], 100))
+                emit(c.send(d, ACK, 100, win=win))
+                emit(c.send(d, ACK, length, seq=seq, win=win))
+        elif r < 0.90:  # FIN, sometimes retransmitted
+            emit(c.send(d, FIN | ACK, win=win))
+            if rnd.random() < 0.3:
+                emit(c.send(d, FIN | ACK, seq=c.nxt[d] - 1, win=win))
+        elif r < 0.91:  # RST, maybe with a stale sequence number
+            emit(c.send(d, RST | ACK, seq=c.nxt[d] - rnd.choice([0, 0, 500]), win=0, advance=False))
+        elif r < 0.92:  # the same ports again with a new ISN: Wireshark starts a new stream
+            c.isn = (rnd.randrange(2**32), rnd.randrange(2**32))
+            c.nxt = list(c.isn)
+            st["sent"] = [[], []]
+            st["zero"] = [False, False]
+            st["started"] = False
+        else:  # window update / plain ACK with a new window
+            st["win"][d] = rnd.choice([65535, 32768, 1000, 2])
+            emit(c.send(d, ACK, win=st["win"][d], opts=opts))
+    return out
