@@ -1,0 +1,10 @@
+"""Workloads: real programs in the client and server namespaces that behave like applications
+(step 2 of the journey). ``WORKLOADS[name](**settings).launch(path, logdir).wait()``."""
+
+from . import http, iperf, roundtrips, streams  # noqa: F401  (each registers its workloads)
+from .base import WORKLOADS, Workload, host_limits
+from .result import AppResult
+from .running import RunningWorkload, WorkloadError, WorkloadFailed, WorkloadTimeout
+
+__all__ = ["WORKLOADS", "Workload", "RunningWorkload", "AppResult", "WorkloadTimeout", "WorkloadFailed",
+           "WorkloadError", "host_limits"]

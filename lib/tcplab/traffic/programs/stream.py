@@ -1,0 +1,52 @@
+"""One-way streams: one side writes ``size`` bytes per connection, the other reads them.
+
+Configuration: ``role`` (server or client), ``address``, ``port``, ``connections`` (made one
+after the other), ``socket`` (:class:`SocketOptions`), and either ``send``
+(``size``, ``write_size``) or ``receive`` (:class:`Pacing`). The writer half-closes when done
+and waits for the reader to close, so both ends see the whole transfer.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+from . import harness, sockets
+from .transfer import Pacing, receive, send
+
+
+def _exchange(conn: socket.socket, config: dict[str, Any], report: harness.SideReport) -> None:
+    if config.get("send"):
+        send(conn, config["send"]["size"], config["send"]["write_size"], report)
+        conn.shutdown(socket.SHUT_WR)
+        receive(conn, Pacing(), report)  # until the reader closes
+    else:
+        receive(conn, Pacing(**config["receive"]), report)
+
+
+def run(config: dict[str, Any], report: harness.SideReport) -> None:
+    options = sockets.SocketOptions(**config["socket"])
+    server = None
+    if config["role"] == "server":
+        server = sockets.listener(config["address"], config["port"], options)
+    try:
+        for _ in range(config["connections"]):
+            began, moved = time.time(), report.sent + report.received
+            if server is not None:
+                conn, report.socket = sockets.accept(server, options)
+            else:
+                conn, report.socket = sockets.connect(config["address"], config["port"], options)
+            with conn:
+                _exchange(conn, config, report)
+            ended = time.time()
+            report.requests.append({"start": began, "end": ended, "latency": ended - began,
+                                    "bytes": report.sent + report.received - moved,
+                                    "local_port": report.socket["local_port"]})
+    finally:
+        if server is not None:
+            server.close()
+
+
+if __name__ == "__main__":
+    harness.main(run)

@@ -1,0 +1,139 @@
+"""Every workload on the real kernel: completes with sensible results, and the effects the
+course is built on (SO_SNDBUF doubling, Nagle + delayed ACK, a small send buffer) are there."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from tcplab.lab import netns
+from tcplab.traffic import WORKLOADS, WorkloadFailed
+from tcplab.traffic.programs.sockets import SOCKET_KEYS
+from tcplab.units import ParameterError
+
+from .conftest import RTT
+
+pytestmark = pytest.mark.kernel
+
+#: Small, quick settings for each workload: (settings, requests expected in the result).
+QUICK = {
+    "bulk": ({"size": "1MB"}, 1),
+    "slowreader": ({"size": "256KB", "pause_after": "64KB", "pause_for": "300ms", "rcvbuf": "16KB"}, 1),
+    "ratelimited": ({"size": "256KB", "read_rate": "8mbit", "read_size": "8KB"}, 1),
+    "shortconns": ({"size": "32KB", "connections": 4}, 4),
+    "reqresp": ({"requests": 4, "request_size": "2KB", "response_size": "8KB"}, 4),
+    "idleburst": ({"requests": 3, "response_size": "64KB", "idle": "100ms"}, 3),
+    "http": ({"size": "1MB"}, 1),
+    "iperf": ({"size": "1MB"}, 1),
+}
+
+
+def test_quick_settings_cover_every_workload():
+    assert set(QUICK) == set(WORKLOADS)
+
+
+@pytest.mark.parametrize("name", sorted(QUICK))
+def test_each_workload_completes_with_sensible_results(path, tmp_path, name):
+    settings, requests = QUICK[name]
+    workload = WORKLOADS[name](**settings, timeout="20s")
+    result = workload.run(path, tmp_path)
+    assert result.ok and result.error is None
+    expected = workload.expected_bytes()
+    assert result.bytes == expected if expected is not None else result.bytes >= workload.size
+    assert result.start < result.end and result.duration == pytest.approx(result.end - result.start)
+    # Nothing crosses a 20 ms RTT path in less than one RTT, nor faster than the 100 Mbit/s link.
+    assert result.duration >= RTT
+    assert 0 < result.goodput_bps <= 100e6
+    assert len(result.requests) == requests
+    for request in result.requests:
+        assert request["latency"] >= RTT and request["bytes"] > 0
+    sender = result.sockets[workload.sender()]
+    assert sender["cc"] == "bbr" and sender["peer_port"] and sender["local_port"]
+    for side in ("server", "client"):
+        assert tuple(result.sockets[side]) == SOCKET_KEYS
+        assert (tmp_path / f"{side}.log").exists() and (tmp_path / f"{side}.json").exists()
+    assert not netns.pids(path.server.ns) and not netns.pids(path.client.ns)
+
+
+def test_sndbuf_16KB_reads_back_32KB_and_receiver_buffer_is_its_own(path, tmp_path):
+    result = WORKLOADS["bulk"](size="64KB", sndbuf="16KB", rcvbuf="32KB").run(path, tmp_path)
+    server, client = result.sockets["server"], result.sockets["client"]
+    assert (server["sndbuf_requested"], server["sndbuf"]) == (16384, 32768)
+    assert (client["rcvbuf_requested"], client["rcvbuf"]) == (32768, 65536)
+    assert server["rcvbuf_requested"] is None and client["sndbuf_requested"] is None
+
+
+def test_upload_puts_the_send_buffer_on_the_client(path, tmp_path):
+    result = WORKLOADS["bulk"](size="64KB", direction="upload", sndbuf="16KB").run(path, tmp_path)
+    assert result.bytes == 65536
+    assert result.sockets["client"]["sndbuf"] == 32768
+    assert result.sockets["server"]["sndbuf_requested"] is None
+
+
+def test_a_socket_may_pick_cubic_although_the_namespace_defaults_to_bbr(path, tmp_path):
+    assert path.client.sysctl("net.ipv4.tcp_congestion_control") == "bbr"
+    result = WORKLOADS["bulk"](size="64KB", cc="cubic").run(path, tmp_path)
+    assert result.sockets["server"]["cc"] == result.sockets["client"]["cc"] == "cubic"
+
+
+def test_split_request_with_nagle_waits_for_the_delayed_ack(path, tmp_path):
+    """Header then body: with Nagle the body waits for the header's ACK, which the server
+    delays (it has nothing to send yet). TCP_NODELAY sends the body at once."""
+
+    def median_latency(nodelay, logdir):
+        workload = WORKLOADS["reqresp"](requests=6, request_size="512", response_size="512",
+                                        split=True, nodelay=nodelay)
+        return statistics.median(r["latency"] for r in workload.run(path, logdir).requests)
+
+    nagle = median_latency(False, tmp_path / "nagle")
+    nodelay = median_latency(True, tmp_path / "nodelay")
+    assert nodelay < 2 * RTT
+    assert nagle - nodelay >= 0.030, (nagle, nodelay)
+
+
+def test_a_16KB_send_buffer_is_at_least_3x_slower_than_autotuning(path, tmp_path):
+    """16 KB (32 KB once doubled) in flight per 20 ms RTT is about 13 Mbit/s of 100."""
+    small = WORKLOADS["bulk"](size="4MB", sndbuf="16KB").run(path, tmp_path / "small")
+    tuned = WORKLOADS["bulk"](size="4MB").run(path, tmp_path / "tuned")
+    assert small.duration >= 3 * tuned.duration, (small.duration, tuned.duration)
+
+
+def test_slow_reader_stalls_for_its_pause(path, tmp_path):
+    result = WORKLOADS["slowreader"](size="256KB", pause_after="64KB", pause_for="500ms").run(path, tmp_path)
+    assert result.bytes == 262144
+    assert result.duration >= 0.5
+
+
+def test_rate_limited_reader_reads_near_its_rate(path, tmp_path):
+    rate = 8e6
+    result = WORKLOADS["ratelimited"](size="512KB", read_rate=f"{rate:g}bit", read_size="4KB").run(path, tmp_path)
+    # The last read is not followed by its pause, so the rate is a little above, never far below.
+    assert 0.8 * rate <= result.goodput_bps <= 1.1 * rate, result.goodput_bps
+
+
+def test_short_connections_each_use_a_new_port(path, tmp_path):
+    result = WORKLOADS["shortconns"](size="16KB", connections=5).run(path, tmp_path)
+    ports = {r["local_port"] for r in result.requests}
+    assert len(ports) == 5
+    assert all(r["bytes"] == 16384 for r in result.requests)
+
+
+def test_buffer_above_the_host_limit_is_refused_before_any_process_starts(path, tmp_path):
+    limit = int(open("/proc/sys/net/core/wmem_max").read())
+    with pytest.raises(ParameterError) as caught:
+        WORKLOADS["bulk"](sndbuf=limit + 1).launch(path, tmp_path / "run")
+    assert caught.value.name == "sndbuf" and str(2 * limit) in str(caught.value)
+    assert not (tmp_path / "run").exists()
+    assert not netns.pids(path.server.ns)
+
+
+def test_a_busy_port_fails_the_launch_with_the_server_log(path, tmp_path):
+    first = WORKLOADS["slowreader"](size="64KB", pause_after="1", pause_for="5s").launch(path, tmp_path / "first")
+    try:
+        with pytest.raises(WorkloadFailed) as caught:
+            WORKLOADS["bulk"](size="64KB").launch(path, tmp_path / "second")
+        assert "exited before listening" in str(caught.value)
+        assert "Address already in use" in caught.value.logs["server"].read_text()
+    finally:
+        first.stop()
