@@ -1,0 +1,228 @@
+"""Socket telemetry from ``ss -tinm``: a sampler for the lab's namespaces and a parser.
+
+Why ``ss`` and not inet_diag through pyroute2: ``ss`` is what the course shows students
+(they can run the same command by hand in ``ip netns exec``), its text is the reference
+the parser is tested against, and one ``ss`` run costs about 2 ms of CPU, which the
+capture benchmark (bench/bench_capture.py) shows does not move a 100 Mbit/s transfer.
+Each sampler thread enters the namespace once (setns) and forks ``ss`` from there, so a
+sample does not pay for ``ip netns exec``.
+
+Units of the parsed table: seconds, bytes, bit/s; ``cwnd`` and ``ssthresh`` in segments
+as the kernel keeps them. A field ``ss`` does not print is NaN. Note that ``ss`` leaves
+out ``snd_wnd`` when it is zero (a zero window), and ``unacked``/``lost`` when zero.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..lab import netns
+
+__all__ = ["COLUMNS", "SsSampler", "parse_ss", "ss_command"]
+
+COLUMNS = [
+    "time", "side", "src", "sport", "dst", "dport", "state", "recv_q", "send_q", "cc", "cwnd",
+    "ssthresh", "rtt", "rttvar", "rto", "mss", "snd_wnd", "rcv_space", "rcv_ssthresh", "rcv_wnd",
+    "skmem_r", "skmem_rb", "skmem_t", "skmem_tb", "skmem_f", "skmem_w", "skmem_o", "skmem_bl",
+    "skmem_d", "notsent", "unacked", "retrans", "lost", "delivery_rate", "pacing_rate",
+    "app_limited", "bytes_acked", "bytes_received", "busy_s", "rwnd_limited_s", "sndbuf_limited_s",
+]
+_TEXT = ("side", "src", "dst", "state", "cc")
+_STATES = {"ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT", "UNCONN",
+           "CLOSE-WAIT", "LAST-ACK", "LISTEN", "CLOSING", "CLOSED"}
+#: Bare words ss prints that are options or flags, not the congestion control's name.
+_FLAGS = {"ts", "sack", "ecn", "ecnseen", "fastopen", "app_limited", "send", "pacing_rate",
+          "delivery_rate", "cwnd_limited", "acked", "unacked"}
+#: ``key:value`` fields copied as numbers (value unit already bytes or segments).
+_PLAIN = {"cwnd": "cwnd", "ssthresh": "ssthresh", "mss": "mss", "snd_wnd": "snd_wnd",
+          "rcv_space": "rcv_space", "rcv_ssthresh": "rcv_ssthresh", "rcv_wnd": "rcv_wnd",
+          "notsent": "notsent", "unacked": "unacked", "lost": "lost",
+          "bytes_acked": "bytes_acked", "bytes_received": "bytes_received"}
+#: ``key:<n>ms`` durations, stored in seconds.
+_MILLIS = {"rto": "rto", "busy": "busy_s", "rwnd_limited": "rwnd_limited_s",
+           "sndbuf_limited": "sndbuf_limited_s"}
+_SKMEM = {"r": "skmem_r", "rb": "skmem_rb", "t": "skmem_t", "tb": "skmem_tb", "f": "skmem_f",
+          "w": "skmem_w", "o": "skmem_o", "bl": "skmem_bl", "d": "skmem_d"}
+_NESTED = re.compile(r"(\w+):\(([^)]*)\)")
+_KEYED = re.compile(r"(\w+):(\S+)")
+_RATE = re.compile(r"\b(send|pacing_rate|delivery_rate)\s+([\d.]+)([KMGT]?)bps")
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def ss_command(port: int) -> list[str]:
+    """``ss`` argv for the TCP sockets of one port: numeric, memory and info, one line each."""
+    return ["ss", "-tinmHOn", "sport", "=", f":{port}", "or", "dport", "=", f":{port}"]
+
+
+def _records(text: str) -> list[str]:
+    """One string per socket: ss without -O puts the details on indented follow-on lines."""
+    records: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line[:1].isspace() and records:
+            records[-1] += " " + line.strip()
+        else:
+            records.append(line.strip())
+    return records
+
+
+def _endpoint(text: str) -> tuple[str, float]:
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]")
+    if host.startswith("::ffff:"):
+        host = host[len("::ffff:"):]
+    return host, float(port) if port.isdigit() else np.nan
+
+
+def _number(text: str) -> float:
+    match = _NUMBER.match(text)
+    return float(match.group()) if match else np.nan
+
+
+def parse_record(record: str) -> dict[str, Any] | None:
+    head = record.split()
+    if len(head) < 5 or head[0] not in _STATES:
+        return None
+    row: dict[str, Any] = dict.fromkeys(COLUMNS, np.nan)
+    row.update(side=None, cc=None, app_limited=False)
+    row["state"] = head[0]
+    row["recv_q"], row["send_q"] = float(head[1]), float(head[2])
+    row["src"], row["sport"] = _endpoint(head[3])
+    row["dst"], row["dport"] = _endpoint(head[4])
+    rest = " ".join(head[5:])
+
+    for name, body in _NESTED.findall(rest):
+        if name == "skmem":
+            for item in body.split(","):
+                key = item.rstrip("0123456789")
+                if key in _SKMEM:
+                    row[_SKMEM[key]] = float(item[len(key):])
+    flat = _NESTED.sub(" ", rest)
+    for name, value, suffix in _RATE.findall(flat):
+        if name != "send":  # "send" is ss's cwnd/srtt estimate, not a kernel counter
+            row[name] = float(value) * _SCALE[suffix]
+    flat = _RATE.sub(" ", flat)
+
+    for key, value in _KEYED.findall(flat):
+        if key == "rtt":
+            rtt, _, var = value.partition("/")
+            row["rtt"], row["rttvar"] = _number(rtt) / 1e3, _number(var) / 1e3
+        elif key == "retrans":
+            # "retrans:<in flight now>/<total>": the running total is the useful series.
+            row["retrans"] = _number(value.partition("/")[2] or value)
+        elif key in _MILLIS:
+            row[_MILLIS[key]] = _number(value) / 1e3
+        elif key in _PLAIN:
+            row[_PLAIN[key]] = _number(value)
+    words = [w for w in _KEYED.sub(" ", flat).split() if re.fullmatch(r"[a-z][a-z0-9_]*", w)]
+    row["app_limited"] = "app_limited" in words
+    row["cc"] = next((w for w in words if w not in _FLAGS), None)
+    return row
+
+
+def parse_ss(text: str) -> list[dict[str, Any]]:
+    """Rows (one per socket, :data:`COLUMNS` keys) from ``ss -tinm`` output, with or without -H/-O."""
+    return [row for row in map(parse_record, _records(text)) if row is not None]
+
+
+def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The telemetry table, columns in :data:`COLUMNS` order with stable dtypes."""
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    for column in COLUMNS:
+        if column in _TEXT:
+            df[column] = df[column].astype("string")
+        elif column == "app_limited":
+            df[column] = df[column].astype(bool)
+        else:
+            df[column] = pd.to_numeric(df[column], errors="coerce").astype("float64")
+    return df
+
+
+@dataclass
+class _Side:
+    name: str
+    ns: str
+    samples: list[tuple[float, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+class SsSampler:
+    """Runs ``ss`` every ``interval`` seconds in each namespace for the sockets of ``port``.
+
+    ``hosts`` maps a side name to a namespace name (``{"client": path.client.ns, ...}``).
+    Use as a context manager or call :meth:`start`/:meth:`stop`; :meth:`frame` parses.
+    """
+
+    def __init__(self, hosts: Mapping[str, str], port: int, interval: float = 0.02) -> None:
+        self.port = port
+        self.interval = interval
+        self.sides = [_Side(name, ns) for name, ns in hosts.items()]
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def __enter__(self) -> "SsSampler":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> "SsSampler":
+        for side in self.sides:
+            thread = threading.Thread(target=self._sample_in, args=(side,), name=f"ss-{side.name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def _sample_in(self, side: _Side) -> None:
+        try:
+            netns.run_in(side.ns, self._loop, side)
+        except Exception as exc:  # a vanished namespace ends sampling; the record says why
+            side.errors.append(repr(exc))
+
+    def _loop(self, side: _Side) -> None:
+        argv = ss_command(self.port)
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            stamp = time.time()
+            out = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            if out.returncode == 0:
+                side.samples.append((stamp, out.stdout))
+            elif len(side.errors) < 10:
+                side.errors.append(out.stderr.strip())
+            next_at += self.interval
+            # Fixed-rate schedule; when ss ran late, skip ahead rather than burst.
+            next_at = max(next_at, time.monotonic())
+            self._stop.wait(next_at - time.monotonic())
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=10)
+        self._threads.clear()
+
+    @property
+    def sample_count(self) -> int:
+        return sum(len(side.samples) for side in self.sides)
+
+    @property
+    def errors(self) -> dict[str, list[str]]:
+        return {side.name: list(side.errors) for side in self.sides if side.errors}
+
+    def frame(self) -> pd.DataFrame:
+        rows = []
+        for side in self.sides:
+            for stamp, text in side.samples:
+                for row in parse_ss(text):
+                    row.update(time=stamp, side=side.name)
+                    rows.append(row)
+        return frame(rows).sort_values(["time", "side"], kind="stable").reset_index(drop=True)

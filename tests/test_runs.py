@@ -1,0 +1,134 @@
+"""Run records: atomic, crash-proof, failures marked, reloaded and re-analysed later."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from tcplab import runs
+from tcplab.runs import RunWriter, find_run, key_of, list_runs, load_run, record
+
+PARAMS = {"path": {"rtt": 0.02}, "workload": {"name": "bulk", "size": 1000}, "observe": {"capture": "sender"}}
+
+
+def test_record_is_hidden_until_finished_then_complete(tmp_path):
+    writer = RunWriter("case-a", PARAMS, runs_dir=tmp_path)
+    assert writer.dir.name.startswith(".") and writer.dir.is_dir()
+    (in_progress,) = list_runs("case-a", runs_dir=tmp_path)
+    assert in_progress.status == "running"  # its writer (this process) is alive
+    assert find_run("case-a", writer.key, runs_dir=tmp_path) is None
+    writer.write_table("telemetry.parquet", pd.DataFrame({"time": [1.0, 2.0], "cwnd": [10.0, 20.0]}))
+    writer.write_log("server.log", "hello\n")
+    run = writer.finish()
+    assert run.dir == tmp_path / "case-a" / writer.run_id and not run.dir.name.startswith(".")
+    assert not any(p.name.startswith(".") for p in (tmp_path / "case-a").iterdir())
+    assert run.status == "complete" and run.key == key_of(PARAMS) and run.params == PARAMS
+    assert sorted(run.files) == ["logs/server.log", "telemetry.parquet"]
+    assert run.telemetry.cwnd.tolist() == [10.0, 20.0]
+    assert run.trace.empty and run.pcap is None
+    assert find_run("case-a", key_of(PARAMS), runs_dir=tmp_path).dir == run.dir
+
+
+def test_equal_params_equal_key_and_newest_wins(tmp_path):
+    first = RunWriter("c", PARAMS, runs_dir=tmp_path).finish()
+    second = RunWriter("c", dict(reversed(list(PARAMS.items()))), runs_dir=tmp_path).finish()
+    assert first.key == second.key
+    assert find_run("c", first.key, runs_dir=tmp_path).dir == second.dir
+    assert find_run("c", key_of({**PARAMS, "path": {"rtt": 0.04}}), runs_dir=tmp_path) is None
+
+
+def test_failed_block_is_marked_failed_and_keeps_logs(tmp_path):
+    with pytest.raises(RuntimeError, match="workload hung"):
+        with record("c", PARAMS, runs_dir=tmp_path) as writer:
+            writer.write_log("client.log", "connecting...\n")
+            raise RuntimeError("workload hung")
+    (run,) = list_runs("c", runs_dir=tmp_path)
+    assert run.status == "failed" and "workload hung" in run.error
+    assert run.log("client.log") == "connecting...\n"
+    assert "RuntimeError" in run.log("error.log")
+    assert find_run("c", run.key, runs_dir=tmp_path) is None
+
+
+@pytest.mark.parametrize("moment", ["building", "published-but-running"])
+def test_killed_writer_is_crashed_never_complete(tmp_path, moment):
+    """kill -9 a writer: whatever it left is listed as crashed."""
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        from tcplab.runs import RunWriter
+        w = RunWriter("c", {{"x": 1}}, runs_dir={str(tmp_path)!r})
+        if {moment!r} == "published-but-running":
+            w._save("running", None)
+            os.rename(w.dir, w.final_dir)
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        (alive,) = list_runs("c", runs_dir=tmp_path)
+        assert alive.status == "running"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+    (run,) = list_runs("c", runs_dir=tmp_path)
+    assert run.status == "crashed"
+    assert find_run("c", key_of({"x": 1}), runs_dir=tmp_path) is None
+
+
+def test_unreadable_partial_directory_is_crashed(tmp_path):
+    (tmp_path / "c" / ".20200101T000000.000000-dead.partial").mkdir(parents=True)
+    (run,) = list_runs(runs_dir=tmp_path)
+    assert run.status == "crashed"
+
+
+def test_bad_case_name_is_a_parameter_error(tmp_path):
+    from tcplab.units import ParameterError
+
+    with pytest.raises(ParameterError, match="case"):
+        RunWriter("../escape", PARAMS, runs_dir=tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+def test_data_root_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("TCPLAB_DATA", str(tmp_path))
+    assert runs.runs_root() == tmp_path / "runs"
+    monkeypatch.delenv("TCPLAB_DATA")
+    assert runs.runs_root() == runs.Path(runs.__file__).resolve().parents[2] / "data" / "runs"
+
+
+def test_environment_names_versions_and_tools():
+    env = runs.environment(backend="delayline", cc={"client": "bbr", "server": "bbr"})
+    assert env["kernel"] == os.uname().release and env["backend"] == "delayline"
+    assert set(env["libraries"]) == {"tcplab", "pyroute2", "numpy", "pandas"}
+    assert env["tools"]["tcpdump"].startswith("tcpdump version")
+    assert "iproute2" in env["tools"]["ss"]
+
+
+@pytest.mark.kernel
+def test_reload_and_reanalyse_a_captured_run(root, tmp_path):
+    from tcplab.lab import Path
+    from tcplab.observe.capture import Capture, points_for
+
+    from observe.helpers import transfer  # tests/ is on sys.path (rootdir-relative import)
+
+    port = 5341
+    with record("reanalyse", PARAMS, runs_dir=tmp_path) as writer:
+        with Path(rtt="2ms") as path:
+            with Capture(points_for(path, "sender", "server"), writer.dir, port) as capture:
+                transfer(path, port, 100_000)
+            writer.write_json("sysctl.json", path.sysctl_snapshot())
+        writer.pcaps = [s.file for s in capture.stats]
+        writer.observe = {"capture": [s.to_dict() for s in capture.stats]}
+    run = load_run(writer.dir)
+    assert run.status == "complete" and run.pcap == run.dir / "server-eth0.pcap"
+    assert run.sysctls["server"]["net.ipv4.tcp_congestion_control"]
+    packets = run.packets().packets
+    assert len(packets) == run.observe["capture"][0]["captured"]
+    assert packets.len.sum() == 100_000
