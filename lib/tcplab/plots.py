@@ -1,21 +1,33 @@
-"""The house style of every tcplab figure, and the plots that are not about one flow.
+"""The house style of every tcplab figure, and the figures themselves.
 
-Flow plots (time-sequence, throughput, windows, RTT) live beside the analysis that feeds
-them; this module sets the look they share so a handout reads as one document.
+Flow figures read a :class:`~tcplab.analysis.packets.PacketTable` (or its ``packets``
+DataFrame) and speak tcptrace/Wireshark's language: a time-sequence graph (Stevens style),
+goodput over time, bytes in flight against the windows, round-trip samples. Sweep figures
+read a tidy DataFrame with one row per run. Every figure function draws into ``ax`` when
+given (and returns it), otherwise makes a figure in the house style and returns the
+Figure; none calls ``plt.show()``. Artists carry a ``gid`` naming what they show
+(``"ack"``, ``"window"``, ``"retransmission"``...), so tests and notebooks can find them in
+any language. Legend and axis words are looked up in the report's strings
+(``plot.*`` keys), English below being the fallback.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable, Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullFormatter, ScalarFormatter
+
+from .units import ParameterError
 
 #: Colours by role, the same in every figure: what was configured or predicted is grey.
 PALETTE = {"configured": "#9e9e9e", "predicted": "#9e9e9e", "measured": "#1f77b4",
            "data": "#1f77b4", "ack": "#2ca02c", "window": "#ff7f0e", "retransmission": "#d62728",
-           "zero_window": "#9467bd", "stall": "#8c564b"}
+           "zero_window": "#9467bd", "stall": "#8c564b", "window_full": "#e377c2",
+           "inflight": "#1f77b4", "cwnd": "#17becf", "sndbuf": "#bcbd22"}
 
 
 def use_house_style() -> None:
@@ -59,3 +71,405 @@ def rtt_samples(samples_s: Iterable[float], configured_s: float, *, title: str =
     ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------------------- words
+
+#: English fallback of the ``plot.*`` strings (the report's strings files take precedence).
+_ENGLISH = {
+    "plot.time": "time (s)",
+    "plot.sequence": "relative sequence number ({unit})",
+    "plot.bytes": "bytes ({unit})",
+    "plot.goodput": "goodput (bit/s)",
+    "plot.goodput_line": "goodput",
+    "plot.round_trip": "round trip (ms)",
+    "plot.data": "data segments",
+    "plot.ack": "ACK",
+    "plot.window": "receive window edge (ACK + window)",
+    "plot.retransmission": "retransmission",
+    "plot.zero_window": "zero window",
+    "plot.window_full": "window full",
+    "plot.stall": "sender silent",
+    "plot.reference": "predicted",
+    "plot.bytes_in_flight": "bytes in flight",
+    "plot.advertised_window": "advertised window",
+    "plot.cwnd": "cwnd x MSS",
+    "plot.sndbuf_used": "send buffer used (skmem w)",
+    "plot.sndbuf": "send buffer size (skmem tb)",
+    "plot.rtt": "ACK round trip",
+    "plot.theory": "theory",
+    "plot.title.time_sequence": "Time-sequence, flow {flow}",
+    "plot.title.throughput": "Goodput, flow {flow}",
+    "plot.title.window": "Bytes in flight and windows, flow {flow}",
+    "plot.title.rtt": "Round trips, flow {flow}",
+}
+
+
+def _text(key: str, **fields) -> str:
+    from .report.text import messages
+
+    say = messages()
+    template = say(key) if say.has(key) else _ENGLISH[key]
+    return template.format(**fields) if fields else template
+
+
+# ---------------------------------------------------------------- picking a flow
+
+
+def _packet_frame(packets) -> pd.DataFrame:
+    frame = getattr(packets, "packets", packets)
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"expected a PacketTable or its packets DataFrame, got {type(packets).__name__}")
+    return frame
+
+
+def flow_view(packets, flow: int | None = None, direction: int | None = None) -> tuple[pd.DataFrame, int, int]:
+    """The packets of one connection, the connection's number and its data direction.
+
+    ``flow=None`` picks the flow with the most payload; ``direction=None`` the direction
+    (0: from the side that opened the connection) that carried the most payload.
+    Raises ValueError when there is nothing to draw.
+    """
+    frame = _packet_frame(packets)
+    if frame.empty:
+        raise ValueError("no packets to plot")
+    if flow is None:
+        flow = int(frame.groupby("flow")["len"].sum().idxmax())
+    view = frame[frame["flow"] == flow]
+    if view.empty:
+        raise ValueError(f"flow {flow} has no packets (flows present: {sorted(frame['flow'].unique().tolist())})")
+    if direction is None:
+        payload = view.groupby("dir")["len"].sum()
+        direction = int(payload.idxmax())
+    elif direction not in (0, 1):
+        raise ParameterError("direction", direction, "0 (opener to peer) or 1 (back), or None")
+    if not (view.loc[view["dir"] == direction, "len"] > 0).any():
+        raise ValueError(f"flow {flow} carries no payload in direction {direction}: nothing to plot")
+    return view, int(flow), int(direction)
+
+
+def _column(frame: pd.DataFrame, name: str, default) -> pd.Series:
+    """An expert column, or ``default`` everywhere when the table was read without them."""
+    return frame[name] if name in frame.columns else pd.Series(default, index=frame.index)
+
+
+def _check_range(t_range) -> tuple[float, float] | None:
+    if t_range is None:
+        return None
+    try:
+        start, end = (float(x) for x in t_range)
+    except (TypeError, ValueError):
+        raise ParameterError("t_range", t_range, "(start, end) in seconds since the capture began") from None
+    if not (np.isfinite(start) and np.isfinite(end) and end > start):
+        raise ParameterError("t_range", t_range, "(start, end) in seconds with end after start", "empty range")
+    return start, end
+
+
+def _within(frame: pd.DataFrame, t_range, *, keep_previous: bool = False) -> pd.DataFrame:
+    """Rows inside the time range; ``keep_previous`` keeps the row before it, so a step
+    line already has its value at the left edge."""
+    if t_range is None:
+        return frame
+    t = frame["rel_time"].to_numpy()
+    inside = (t >= t_range[0]) & (t <= t_range[1])
+    if keep_previous:
+        before = np.flatnonzero(t < t_range[0])
+        if before.size:
+            inside[before[-1]] = True
+    return frame[inside]
+
+
+# ---------------------------------------------------------------- axes and units
+
+
+def _new_axes(ax, figsize=None):
+    """(figure to return or None, axes): a house-style figure only when the caller gave no axes."""
+    if ax is not None:
+        return None, ax
+    use_house_style()
+    fig, ax = plt.subplots(figsize=figsize)
+    return fig, ax
+
+
+def _finish(fig, ax):
+    if fig is None:
+        return ax
+    fig.tight_layout()
+    return fig
+
+
+def _binary_unit(largest: float) -> tuple[str, int]:
+    """KB/MB as in the kernel's buffer sysctls (powers of 1024)."""
+    for unit, scale in (("MB", 1024**2), ("KB", 1024)):
+        if largest >= 10 * scale:
+            return unit, scale
+    return "bytes", 1
+
+
+class _ScaledLocator(MaxNLocator):
+    """Round ticks in the shown unit (every 20 KB, not every 20000 bytes)."""
+
+    def __init__(self, scale: int) -> None:
+        super().__init__(nbins="auto", steps=[1, 2, 2.5, 5, 10])
+        self.scale = scale
+
+    def tick_values(self, vmin, vmax):
+        return super().tick_values(vmin / self.scale, vmax / self.scale) * self.scale
+
+
+def _bytes_axis(ax, largest: float, label_key: str) -> None:
+    """Keep the data in bytes (artists carry the real numbers); show KB or MB on the axis."""
+    unit, scale = _binary_unit(largest)
+    ax.yaxis.set_major_locator(_ScaledLocator(scale))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / scale:g}"))
+    ax.set_ylabel(_text(label_key, unit=unit))
+
+
+def _legend(ax) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, loc="best", fontsize=8, framealpha=0.85)
+
+
+# ---------------------------------------------------------------- flow figures
+
+
+def _stall_threshold(acks: pd.DataFrame) -> float:
+    """Sender silences longer than two round trips (5 ms at least) are stalls; 200 ms
+    when the capture has no RTT sample."""
+    samples = _column(acks, "ack_rtt", np.nan).dropna()
+    if samples.empty:
+        return 0.2
+    return max(2 * float(samples.median()), 0.005)
+
+
+def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, direction: int | None = None,
+                  stall_s: float | None = None):
+    """Stevens/tcptrace time-sequence graph of one flow's data direction.
+
+    Each data segment is a vertical bar from ``seq`` to ``seq + len``; the peer's ACKs are
+    a step line, and the right edge of its receive window (ACK + window) another.
+    Retransmissions (x), zero windows (v), segments that fill the window (^) are marked,
+    and sender silences longer than ``stall_s`` (default: two round trips) are shaded.
+    ``t_range=(start, end)`` zooms in, in seconds since the capture began (``rel_time``).
+    The y axis is the relative sequence number (bytes, labelled in KB/MB).
+    """
+    t_range = _check_range(t_range)
+    view, flow, direction = flow_view(packets, flow, direction)
+    data_all = view[(view["dir"] == direction) & (view["len"] > 0)]
+    acks_all = view[(view["dir"] != direction) & view["f_ack"]]
+    data = _within(data_all, t_range)
+    acks = _within(acks_all, t_range, keep_previous=True)
+    if data.empty and acks.empty:
+        raise ValueError(f"flow {flow} has no packets between {t_range[0]} and {t_range[1]} s")
+    fig, ax = _new_axes(ax)
+
+    t, seq, end = data["rel_time"], data["seq"], data["seq"] + data["len"]
+    if len(data):
+        ax.vlines(t, seq, end, colors=PALETTE["data"], linewidth=1.2, label=_text("plot.data"), gid="data")
+    if len(acks):
+        ax.step(acks["rel_time"], acks["ack"], where="post", color=PALETTE["ack"], linewidth=1,
+                label=_text("plot.ack"), gid="ack")
+        known = acks[acks["win"] >= 0]
+        if len(known):
+            ax.step(known["rel_time"], known["ack"] + known["win"], where="post", color=PALETTE["window"],
+                    linewidth=1, label=_text("plot.window"), gid="window")
+    marks = (
+        (data[_column(data, "retransmission", False)], "seq", "x", "retransmission"),
+        (data[_column(data, "window_full", False)], "end", "^", "window_full"),
+        (acks[_column(acks, "zero_window", False)], "ack", "v", "zero_window"),
+    )
+    for rows, where, marker, role in marks:
+        if len(rows):
+            y = rows["seq"] + rows["len"] if where == "end" else rows[where]
+            ax.scatter(rows["rel_time"], y, marker=marker, s=36, color=PALETTE[role], zorder=3,
+                       label=_text(f"plot.{role}"), gid=role)
+    _shade_stalls(ax, data, stall_s if stall_s is not None else _stall_threshold(acks_all))
+
+    if t_range is not None:
+        ax.set_xlim(*t_range)
+    tops = pd.concat([end, acks["ack"]]) if len(acks) else end
+    _bytes_axis(ax, float(tops.max()) if len(tops) else 0.0, "plot.sequence")
+    ax.set_xlabel(_text("plot.time"))
+    ax.set_title(_text("plot.title.time_sequence", flow=flow))
+    _legend(ax)
+    return _finish(fig, ax)
+
+
+def _shade_stalls(ax, data: pd.DataFrame, stall_s: float) -> None:
+    times = data["rel_time"].to_numpy()
+    if times.size < 2:
+        return
+    gaps = np.flatnonzero(np.diff(times) > stall_s)
+    for k, i in enumerate(gaps):
+        ax.axvspan(times[i], times[i + 1], color=PALETTE["stall"], alpha=0.15, linewidth=0,
+                   label=_text("plot.stall") if k == 0 else None, gid="stall")
+
+
+def _default_bin(duration: float) -> float:
+    """About 50 bins over the transfer, rounded to 1/2/5 x 10^n seconds, 1 ms at least."""
+    raw = max(duration / 50, 1e-3)
+    exponent = np.floor(np.log10(raw))
+    mantissa = min((m for m in (1, 2, 5, 10) if m * 10**exponent >= raw))
+    return float(mantissa * 10**exponent)
+
+
+def goodput_series(packets, flow: int | None = None, *, bin_s: float | None = None,
+                   direction: int | None = None) -> pd.Series:
+    """New payload bytes per time bin, as bit/s, indexed by the bin's start (``rel_time``).
+
+    Retransmitted segments are left out: goodput counts each byte once.
+    """
+    view, flow, direction = flow_view(packets, flow, direction)
+    data = view[(view["dir"] == direction) & (view["len"] > 0)]
+    fresh = data[~_column(data, "retransmission", False)]
+    start, stop = float(data["rel_time"].min()), float(data["rel_time"].max())
+    if bin_s is None:
+        bin_s = _default_bin(stop - start)
+    elif not (isinstance(bin_s, (int, float)) and np.isfinite(bin_s) and bin_s > 0):
+        raise ParameterError("bin_s", bin_s, "a bin width in seconds above 0")
+    edges = start + bin_s * np.arange(int(np.floor((stop - start) / bin_s)) + 2)
+    counts, _ = np.histogram(fresh["rel_time"], bins=edges, weights=fresh["len"])
+    series = pd.Series(counts * 8 / bin_s, index=pd.Index(edges[:-1], name="rel_time"), name="goodput_bps")
+    series.attrs["bin_s"] = bin_s
+    return series
+
+
+def throughput(packets, flow: int | None = None, *, bin_s: float | None = None, ax=None,
+               reference_bps: float | None = None, direction: int | None = None):
+    """Goodput over time (bit/s per ``bin_s`` bin, see :func:`goodput_series`), with an
+    optional dashed line at a predicted value ``reference_bps``."""
+    series = goodput_series(packets, flow, bin_s=bin_s, direction=direction)
+    _, flow, _ = flow_view(packets, flow, direction)
+    fig, ax = _new_axes(ax)
+    x = np.append(series.index.to_numpy(), series.index[-1] + series.attrs["bin_s"])
+    y = np.append(series.to_numpy(), series.iloc[-1])
+    ax.step(x, y, where="post", color=PALETTE["measured"], label=_text("plot.goodput_line"), gid="goodput")
+    ax.fill_between(x, y, step="post", color=PALETTE["measured"], alpha=0.15, linewidth=0)
+    if reference_bps is not None:
+        ax.axhline(reference_bps, color=PALETTE["predicted"], linestyle="--", label=_text("plot.reference"),
+                   gid="reference")
+    ax.yaxis.set_major_formatter(EngFormatter(unit="bit/s"))
+    ax.set_ylabel(_text("plot.goodput"))
+    ax.set_xlabel(_text("plot.time"))
+    ax.set_ylim(bottom=0)
+    ax.set_title(_text("plot.title.throughput", flow=flow))
+    _legend(ax)
+    return _finish(fig, ax)
+
+
+def _sender_telemetry(telemetry: pd.DataFrame, direction: int) -> pd.DataFrame:
+    """The sender's established socket rows of an ``ss`` table (:mod:`tcplab.observe.ss`)."""
+    rows = telemetry
+    side = "client" if direction == 0 else "server"
+    if "side" in rows.columns and (rows["side"] == side).any():
+        rows = rows[rows["side"] == side]
+    if "state" in rows.columns and (rows["state"] == "ESTAB").any():
+        rows = rows[rows["state"] == "ESTAB"]
+    return rows.sort_values("time")
+
+
+def window_and_inflight(packets, flow: int | None = None, *, telemetry: pd.DataFrame | None = None, ax=None,
+                        direction: int | None = None):
+    """Bytes in flight (Wireshark's ``bytes_in_flight``) and the peer's advertised window,
+    plus, from ``ss`` telemetry if given, the sender's cwnd x MSS, send-buffer use
+    (skmem ``w``) and size (skmem ``tb``). Telemetry ``time`` is epoch seconds, aligned with
+    the packets' ``time``."""
+    view, flow, direction = flow_view(packets, flow, direction)
+    data = view[(view["dir"] == direction) & (_column(view, "bytes_in_flight", -1) >= 0)]
+    acks = view[(view["dir"] != direction) & view["f_ack"] & (view["win"] >= 0)]
+    if data.empty and acks.empty:
+        raise ValueError(f"flow {flow} has neither bytes-in-flight nor window values (read without expert analysis?)")
+    fig, ax = _new_axes(ax)
+    largest = 0.0
+    if len(data):
+        ax.step(data["rel_time"], data["bytes_in_flight"], where="post", color=PALETTE["inflight"],
+                label=_text("plot.bytes_in_flight"), gid="bytes_in_flight")
+        largest = max(largest, float(data["bytes_in_flight"].max()))
+    if len(acks):
+        ax.step(acks["rel_time"], acks["win"], where="post", color=PALETTE["window"],
+                label=_text("plot.advertised_window"), gid="advertised_window")
+        largest = max(largest, float(acks["win"].max()))
+    if telemetry is not None and len(telemetry):
+        offset = float((view["time"] - view["rel_time"]).iloc[0])
+        rows = _sender_telemetry(telemetry, direction)
+        t = rows["time"] - offset
+        lines = (("cwnd", rows.get("cwnd", np.nan) * rows.get("mss", np.nan), "-", PALETTE["cwnd"]),
+                 ("sndbuf_used", rows.get("skmem_w"), ":", PALETTE["sndbuf"]),
+                 ("sndbuf", rows.get("skmem_tb"), "--", PALETTE["sndbuf"]))
+        for role, values, style, colour in lines:
+            if values is None or not np.isfinite(np.asarray(values, float)).any():
+                continue
+            ax.step(t, values, where="post", linestyle=style, color=colour, label=_text(f"plot.{role}"), gid=role)
+            largest = max(largest, float(np.nanmax(np.asarray(values, float))))
+    _bytes_axis(ax, largest, "plot.bytes")
+    ax.set_xlabel(_text("plot.time"))
+    ax.set_ylim(bottom=0)
+    ax.set_title(_text("plot.title.window", flow=flow))
+    _legend(ax)
+    return _finish(fig, ax)
+
+
+def rtt(packets, flow: int | None = None, *, ax=None, direction: int | None = None):
+    """Wireshark's ``ack_rtt`` samples of the data direction over time, in ms."""
+    view, flow, direction = flow_view(packets, flow, direction)
+    acks = view[view["dir"] != direction]
+    samples = acks[_column(acks, "ack_rtt", np.nan).notna()]
+    if samples.empty:
+        raise ValueError(f"flow {flow} has no ACK round-trip samples (read without expert analysis?)")
+    fig, ax = _new_axes(ax)
+    ax.scatter(samples["rel_time"], samples["ack_rtt"] * 1e3, s=10, color=PALETTE["measured"],
+               label=_text("plot.rtt"), gid="rtt")
+    ax.set_xlabel(_text("plot.time"))
+    ax.set_ylabel(_text("plot.round_trip"))
+    ax.set_ylim(bottom=0)
+    ax.set_title(_text("plot.title.rtt", flow=flow))
+    _legend(ax)
+    return _finish(fig, ax)
+
+
+# ---------------------------------------------------------------- sweeps
+
+
+def _require_columns(frame: pd.DataFrame, *names: str | None) -> None:
+    if not isinstance(frame, pd.DataFrame) or frame.empty:
+        raise ValueError("a sweep needs a non-empty DataFrame, one row per run")
+    missing = [n for n in names if n is not None and n not in frame.columns]
+    if missing:
+        raise ValueError(f"sweep frame has no column {missing[0]!r} (columns: {', '.join(map(str, frame.columns))})")
+
+
+def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, ax=None, logx: bool = False):
+    """One line per ``hue`` value of the mean of ``y`` over repetitions at each ``x``, with
+    its 95 % confidence band (seaborn ``errorbar=("ci", 95)``)."""
+    _require_columns(frame, x, y, hue)
+    fig, ax = _new_axes(ax)
+    sns.lineplot(data=frame, x=x, y=y, hue=hue, errorbar=("ci", 95), marker="o", ax=ax,
+                 palette="colorblind" if hue is not None else None)
+    if logx:
+        ax.set_xscale("log")
+        values = np.sort(frame[x].dropna().unique())
+        if len(values) <= 12:  # a sweep's own values read better than powers of ten
+            ax.set_xticks(values)
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
+    return _finish(fig, ax)
+
+
+def sweep_heatmap(frame: pd.DataFrame, x: str, y: str, value: str, *, ax=None, fmt: str = ".3g"):
+    """Mean of ``value`` for every (``x``, ``y``) pair of a two-parameter sweep, annotated."""
+    _require_columns(frame, x, y, value)
+    table = frame.pivot_table(index=y, columns=x, values=value, aggfunc="mean").sort_index(ascending=False)
+    fig, ax = _new_axes(ax)
+    sns.heatmap(table, annot=True, fmt=fmt, cmap="viridis", ax=ax, cbar_kws={"label": value})
+    return _finish(fig, ax)
+
+
+def theory_curve(ax, xs: Sequence[float], predict: Callable[[float], float], *, label: str | None = None):
+    """Overlay a prediction, ``predict(x)`` for each x, as a dashed grey line on ``ax``."""
+    xs = np.asarray(list(xs), dtype=float)
+    ys = np.array([predict(x) for x in xs], dtype=float)
+    line, = ax.plot(xs, ys, linestyle="--", color=PALETTE["predicted"], label=label or _text("plot.theory"),
+                    gid="theory")
+    _legend(ax)
+    return line

@@ -1,0 +1,212 @@
+"""The figures carry the data they claim to show: scripted captures with known ACKs,
+retransmissions and windows, drawn and then read back from the artists."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from tcplab import plots  # noqa: E402
+from tcplab.analysis import read_packets  # noqa: E402
+from tcplab.units import ParameterError  # noqa: E402
+
+from analysis.pcapgen import ACK, Conn, ethernet, write_pcap  # noqa: E402
+
+T0 = 3000.0
+MSS = 1448
+WSCALE = 7
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def by_gid(ax, gid):
+    found = [a for a in ax.get_children() if a.get_gid() == gid]
+    assert found, f"no artist with gid {gid!r}"
+    return found
+
+
+def write(path, frames):
+    write_pcap(path, [(t, ethernet(p)) for t, p in frames], 1)
+    return path
+
+
+@pytest.fixture
+def bulk(tmp_path):
+    """Client sends 12 segments; the server ACKs every second one, segment 3 is resent at
+    0.300 s after a silence, and the server once advertises a zero window."""
+    c = Conn()
+    frames = c.handshake(T0, rtt=0.010, ws=(WSCALE, WSCALE))
+    t = T0 + 0.020
+    for i in range(12):
+        t = T0 + 0.020 + i * 0.002
+        frames.append((t, c.send(0, ACK, MSS, win=502)))
+        if i % 2:
+            win = 0 if i == 7 else 400 + i
+            frames.append((t + 0.010, c.send(1, ACK, win=win)))
+    frames.append((T0 + 0.300, c.send(0, ACK, MSS, seq=c.isn[0] + 1 + 2 * MSS, win=502)))
+    frames.append((T0 + 0.310, c.send(1, ACK, win=450)))
+    # A second, smaller connection, which the default must not pick.
+    small = Conn(client=("10.0.0.1", 40001), isn=(70000, 90000))
+    frames += small.handshake(T0 + 0.001, rtt=0.002)
+    frames.append((T0 + 0.004, small.send(0, ACK, 100)))
+    frames.sort(key=lambda f: f[0])
+    return read_packets(write(tmp_path / "bulk.pcap", frames))
+
+
+def flow0(table):
+    return table.packets[table.packets["flow"] == 0]
+
+
+def test_time_sequence_draws_the_acks_windows_and_segments_of_the_capture(bulk, tmp_path):
+    fig = plots.time_sequence(bulk)
+    ax = fig.axes[0]
+    p = flow0(bulk)
+    acks = p[(p["dir"] == 1) & p["f_ack"]]
+    ack_line, = by_gid(ax, "ack")
+    assert ack_line.get_ydata().tolist() == acks["ack"].tolist()
+    assert np.allclose(ack_line.get_xdata(), acks["rel_time"])
+    window_line, = by_gid(ax, "window")
+    known = acks[acks["win"] >= 0]
+    assert window_line.get_ydata().tolist() == (known["ack"] + known["win"]).tolist()
+    # The zero window shows as an edge equal to the ACK; the scale of 2^7 was applied.
+    assert (known["win"] == 0).sum() == 1 and known["win"].iloc[-1] == 450 * 2**WSCALE
+    data = p[(p["dir"] == 0) & (p["len"] > 0)]
+    segments = by_gid(ax, "data")[0].get_segments()
+    assert [(s[0][1], s[1][1]) for s in segments] == list(zip(data["seq"], data["seq"] + data["len"]))
+    retrans, = by_gid(ax, "retransmission")
+    assert retrans.get_offsets()[:, 1].tolist() == [1 + 2 * MSS]
+    assert retrans.get_offsets()[0, 0] == pytest.approx(0.300)
+    zero, = by_gid(ax, "zero_window")
+    assert zero.get_offsets()[:, 0].tolist() == pytest.approx([0.020 + 7 * 0.002 + 0.010])
+    # The silence from the last new segment (42 ms) to the resend (300 ms) is shaded.
+    stalls = by_gid(ax, "stall")
+    assert len(stalls) == 1
+    span = stalls[0]
+    assert (span.get_x(), span.get_x() + span.get_width()) == pytest.approx((0.020 + 11 * 0.002, 0.300))
+    assert "KB" in ax.get_ylabel() and "(s)" in ax.get_xlabel()
+    fig.savefig(tmp_path / "time_sequence.png")
+    assert (tmp_path / "time_sequence.png").stat().st_size > 10_000
+
+
+def test_zoom_limits_the_time_axis_and_the_drawn_data(bulk):
+    fig = plots.time_sequence(bulk.packets, t_range=(0.024, 0.030))
+    ax = fig.axes[0]
+    assert ax.get_xlim() == pytest.approx((0.024, 0.030))
+    xs = [s[0][0] for s in by_gid(ax, "data")[0].get_segments()]
+    assert xs and min(xs) >= 0.024 and max(xs) <= 0.030
+    assert len(xs) == 4  # segments 2..5 leave at 24, 26, 28 and 30 ms
+    # The ACK line starts from the last ACK before the zoom, so its level is right at 24 ms.
+    ack_line, = by_gid(ax, "ack")
+    assert ack_line.get_xdata()[0] < 0.024
+    with pytest.raises(ParameterError, match="t_range"):
+        plots.time_sequence(bulk, t_range=(0.03, 0.02))
+
+
+def test_flow_and_direction_defaults_and_empty_flows(bulk, tmp_path):
+    view, flow, direction = plots.flow_view(bulk)
+    assert (flow, direction) == (0, 0)
+    assert plots.flow_view(bulk, 1)[1:] == (1, 0)
+    with pytest.raises(ValueError, match="flow 7 has no packets"):
+        plots.time_sequence(bulk, flow=7)
+    with pytest.raises(ValueError, match="no payload in direction 1"):
+        plots.throughput(bulk, flow=1, direction=1)
+    c = Conn()
+    handshake_only = read_packets(write(tmp_path / "syn.pcap", c.handshake(T0)))
+    for draw in (plots.time_sequence, plots.throughput, plots.window_and_inflight, plots.rtt):
+        with pytest.raises(ValueError, match="no payload"):
+            draw(handshake_only)
+
+
+def test_throughput_counts_each_new_byte_once_and_shows_the_reference(bulk, tmp_path):
+    series = plots.goodput_series(bulk, bin_s=0.010)
+    assert series.sum() * 0.010 / 8 == pytest.approx(12 * MSS)  # the resend is not goodput
+    fig = plots.throughput(bulk, bin_s=0.010, reference_bps=5e6)
+    ax = fig.axes[0]
+    line, = by_gid(ax, "goodput")
+    assert line.get_ydata()[:-1].tolist() == series.tolist()
+    ref, = by_gid(ax, "reference")
+    assert ref.get_ydata()[0] == 5e6
+    with pytest.raises(ParameterError, match="bin_s"):
+        plots.throughput(bulk, bin_s=0)
+    fig.savefig(tmp_path / "throughput.png")
+
+
+def test_window_and_inflight_aligns_telemetry_by_epoch_time(bulk):
+    telemetry = pd.DataFrame({
+        "time": [T0 + 0.025, T0 + 0.035, T0 + 0.025], "side": ["client", "client", "server"],
+        "state": ["ESTAB"] * 3, "cwnd": [10, 14, 99], "mss": [MSS] * 3,
+        "skmem_w": [20000, 30000, 1], "skmem_tb": [46080, 46080, 1]})
+    fig = plots.window_and_inflight(bulk, telemetry=telemetry)
+    ax = fig.axes[0]
+    cwnd, = by_gid(ax, "cwnd")
+    assert cwnd.get_xdata() == pytest.approx([0.025, 0.035])
+    assert cwnd.get_ydata().tolist() == [10 * MSS, 14 * MSS]
+    assert by_gid(ax, "sndbuf")[0].get_ydata().tolist() == [46080, 46080]
+    p = flow0(bulk)
+    sent = p[(p["dir"] == 0) & (p["bytes_in_flight"] >= 0)]
+    assert by_gid(ax, "bytes_in_flight")[0].get_ydata().tolist() == sent["bytes_in_flight"].tolist()
+    assert 0 in by_gid(ax, "advertised_window")[0].get_ydata()
+
+
+def test_rtt_plots_the_ack_round_trips_in_milliseconds(bulk):
+    fig = plots.rtt(bulk)
+    dots, = by_gid(fig.axes[0], "rtt")
+    p = flow0(bulk)
+    samples = p.loc[(p["dir"] == 1) & p["ack_rtt"].notna(), "ack_rtt"]
+    assert dots.get_offsets()[:, 1].tolist() == pytest.approx((samples * 1e3).tolist())
+    assert 10.0 in np.round(dots.get_offsets()[:, 1], 6)  # ACK 10 ms after the segment it covers
+    assert fig.axes[0].get_ylabel() == "round trip (ms)"
+
+
+def test_drawing_into_given_axes_returns_them(bulk):
+    fig, axes = plt.subplots(2, 1)
+    assert plots.rtt(bulk, ax=axes[0]) is axes[0]
+    assert plots.throughput(bulk, ax=axes[1]) is axes[1]
+    assert by_gid(axes[1], "goodput")
+
+
+def test_sweep_lines_show_means_with_confidence_bands_and_theory(tmp_path):
+    rng = np.random.default_rng(1)
+    rows = [{"sndbuf": s, "cc": cc, "goodput": s * k + rng.normal(0, 50)}
+            for s in (16, 64, 256) for cc, k in (("bbr", 10), ("cubic", 8)) for _ in range(5)]
+    frame = pd.DataFrame(rows)
+    fig = plots.sweep_lines(frame, "sndbuf", "goodput", "cc", logx=True)
+    ax = fig.axes[0]
+    means = frame.groupby(["cc", "sndbuf"])["goodput"].mean()
+    lines = [line for line in ax.get_lines() if len(line.get_xdata()) == 3]
+    ys = sorted(tuple(np.round(line.get_ydata(), 6)) for line in lines)
+    assert ys == sorted(tuple(np.round(means[cc].to_numpy(), 6)) for cc in ("bbr", "cubic"))
+    assert len(ax.collections) >= 2  # one confidence band per hue
+    assert ax.get_xscale() == "log"
+    line = plots.theory_curve(ax, [16, 64, 256], lambda s: 10 * s)
+    assert line.get_ydata().tolist() == [160, 640, 2560] and line.get_gid() == "theory"
+    fig.savefig(tmp_path / "sweep.png")
+    with pytest.raises(ValueError, match="no column 'rtt'"):
+        plots.sweep_lines(frame, "rtt", "goodput")
+
+
+def test_sweep_heatmap_cells_are_the_means():
+    frame = pd.DataFrame({"rtt": [10, 10, 10, 50, 50, 50], "loss": [0, 0, 1, 0, 1, 1],
+                          "goodput": [90.0, 94.0, 40.0, 80.0, 10.0, 12.0]})
+    fig = plots.sweep_heatmap(frame, "rtt", "loss", "goodput")
+    mesh = fig.axes[0].collections[0]
+    # Rows: loss 1 then 0 (highest first); columns: rtt 10, 50.
+    assert mesh.get_array().reshape(2, 2).tolist() == [[40.0, 11.0], [92.0, 80.0]]
+
+
+def test_existing_summary_figures_still_render(tmp_path):
+    fig = plots.configured_vs_measured([{"quantity": "rtt", "unit": "ms", "configured": 20, "measured": 20.4}])
+    fig.savefig(tmp_path / "cvm.png")
+    fig = plots.rtt_samples([0.020, 0.021, 0.0205], 0.020)
+    fig.savefig(tmp_path / "rtt.png")
+    assert (tmp_path / "rtt.png").stat().st_size > 0
