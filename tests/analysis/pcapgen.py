@@ -391,3 +391,116 @@ def random_capture(seed: int, flows: int = 3, packets: int = 1500, v6_share: flo
             st["win"][d] = rnd.choice([65535, 32768, 1000, 2])
             emit(c.send(d, ACK, win=st["win"][d], opts=opts))
     return out
+
+
+# ---------------------------------------------------------------- scripted transfers (diagnosis tests)
+
+
+@dataclass
+class Transfer:
+    """A one-way transfer, client -> server, scripted round trip by round trip as a capture
+    next to the sender sees it: the segments of a round go out back to back, their ACKs
+    (one per segment) come back one round trip later, carrying the receiver's window.
+
+        tr = Transfer(rtt=0.02)
+        tr.rounds([20_000] * 30, rwnd=200_000)   # 30 round trips of 20 KB in flight
+        write_pcap(path, tr.frames, linktype=101)
+    """
+
+    rtt: float = 0.02
+    mss: int = 1448
+    wscale: int | None = 7  # the receiver's (and the sender's) window scale; None: no option
+    t: float = 1_700_000_000.0
+    spacing: float = 20e-6  # time between back-to-back segments
+    frames: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.conn = Conn(client=("10.0.0.1", 40000), server=("10.0.0.2", 5001))
+        ws = (self.wscale, self.wscale)
+        packets = [raw for _, raw in self.conn.handshake(self.t, self.rtt, ws=ws, mss=(self.mss, self.mss),
+                                                          win=(64240, 65160), ack_win=self._raw(64240))]
+        # Next to the client: the SYN-ACK comes back a full round trip after the SYN.
+        self.frames += list(zip((self.t, self.t + self.rtt, self.t + self.rtt + 1e-5), packets))
+        self.t += self.rtt + 0.001
+
+    def _raw(self, window: int) -> int:
+        return min(window >> (self.wscale or 0), 65535)
+
+    def _emit(self, d, **kw):
+        self.frames.append((self.t, self.conn.send(d, **kw)))
+
+    def round(self, window: int, *, rwnd: int = 1 << 20, rtt: float | None = None, lose: int | None = None,
+              size: int | None = None, ack_delay: float = 0.0) -> None:
+        """Send ``window`` bytes in MSS segments (or one segment of ``size``), then take their
+        ACKs after ``rtt`` (+ ``ack_delay``). ``lose``: index of a segment the receiver never
+        gets: later segments draw duplicate ACKs with SACK, then a fast retransmission."""
+        rtt = self.rtt if rtt is None else rtt
+        c = self.conn
+        sizes = [size] if size is not None else [self.mss] * (window // self.mss) + (
+            [window % self.mss] if window % self.mss else [])
+        start, sent = self.t, []
+        for n in sizes:
+            sent.append((c.nxt[0], n))
+            self._emit(0, flags=ACK | PSH, length=n, win=self._raw(64240))
+            self.t += self.spacing
+        self.t = start + rtt + ack_delay
+        win = self._raw(rwnd)
+        if lose is None:
+            for seq, n in sent:
+                self._emit(1, ack=seq + n, win=win)
+                self.t += self.spacing
+            return
+        hole, hole_len = sent[lose]
+        for seq, n in sent[:lose]:
+            self._emit(1, ack=seq + n, win=win)
+            self.t += self.spacing
+        for seq, n in sent[lose + 1:]:
+            self._emit(1, ack=hole, win=win, opts=nops(2) + opt_sack([(hole + hole_len, seq + n)]))
+            self.t += self.spacing
+        self._emit(0, flags=ACK, length=hole_len, seq=hole, win=self._raw(64240))  # fast retransmission
+        self.t += rtt
+        self._emit(1, ack=c.nxt[0], win=win)
+        self.t += self.spacing
+
+    def rounds(self, windows, **kw) -> None:
+        for window in windows:
+            self.round(window, **kw)
+
+    def idle(self, seconds: float) -> None:
+        """The application gives TCP nothing for a while (everything sent is ACKed)."""
+        self.t += seconds
+
+    def zero_window(self, window: int, closed_s: float, probe_every: float = 0.2) -> None:
+        """A round whose last ACK closes the window; Linux-style probes (empty, one byte
+        below the window) until the receiver reopens it with a window update."""
+        self.round(window, rwnd=window)
+        self.frames[-1] = (self.frames[-1][0], self.conn.send(1, win=0, seq=self.conn.nxt[1], advance=False))
+        start = self.t
+        probes = round(closed_s / probe_every) - 1  # the last one would meet the update
+        for k in range(1, probes + 1):
+            self.t = start + k * probe_every
+            self._emit(0, seq=self.conn.nxt[0] - 1, win=self._raw(64240), advance=False)
+            self.t += self.rtt / 2
+            self._emit(1, win=0)
+        self.t = start + closed_s
+        self._emit(1, win=self._raw(window))
+        self.t += 0.0005
+
+    def clocked(self, window: int, segments: int, *, rwnd: int = 1 << 20) -> None:
+        """Steady ACK clocking with ``window`` bytes in flight: after a first burst, each
+        ACK (one round trip after its segment) lets exactly one new segment out."""
+        c = self.conn
+        outstanding = []  # (time sent, end seq)
+        for _ in range(window // self.mss):
+            self._emit(0, flags=ACK | PSH, length=self.mss, win=self._raw(64240))
+            outstanding.append((self.t, c.nxt[0]))
+            self.t += self.spacing
+        for i in range(segments + len(outstanding)):
+            sent_at, end = outstanding.pop(0)
+            self.t = max(self.t, sent_at + self.rtt)
+            self._emit(1, ack=end, win=self._raw(rwnd))
+            if i < segments:
+                self.t += 1e-6
+                self._emit(0, flags=ACK | PSH, length=self.mss, win=self._raw(64240))
+                outstanding.append((self.t, c.nxt[0]))
+            self.t += 1e-6

@@ -1,0 +1,202 @@
+"""``tcplab diagnose``: what limited the TCP transfer in a capture (any pcap/pcapng).
+
+Exit codes: 0 diagnosed; 1 read fine but no clear limit ("undetermined");
+2 bad input (unreadable file, not a capture, no TCP packet, no such flow, bad option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+from ..units import ParameterError, format_duration, format_rate, format_size, parse_duration
+
+EXIT_OK, EXIT_UNDETERMINED, EXIT_BAD_INPUT = 0, 1, 2
+
+#: Figures of the HTML report: the plot functions of :mod:`tcplab.plots` taking (packets, flow).
+FIGURES = ("time_sequence", "throughput", "window_and_inflight", "rtt")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tcplab diagnose", description="Diagnose what limited a TCP transfer in a pcap or pcapng file.",
+        epilog="exit codes: 0 diagnosed; 1 no clear limit (undetermined); "
+               "2 bad input (unreadable or not a capture, no TCP, no such flow, bad option)")
+    parser.add_argument("file", help="capture file (pcap or pcapng, any link type)")
+    parser.add_argument("--flow", type=int, default=None, metavar="N",
+                        help="flow number (tcp.stream, as --list shows); default: the largest")
+    parser.add_argument("--list", action="store_true", help="list the flows and stop")
+    parser.add_argument("--json", action="store_true", help="print the diagnosis (or the flow list) as JSON")
+    parser.add_argument("-o", "--output", metavar="REPORT.html", help="write a self-contained HTML report")
+    parser.add_argument("--t-range", metavar="A:B", help="only packets from A to B seconds into the capture")
+    return parser
+
+
+def parse_t_range(text: str | None) -> tuple[float, float] | None:
+    """``"1.5:3"`` -> (1.5, 3.0) seconds; a bare number is seconds here, as in the capture's time."""
+    if text is None:
+        return None
+    accepted = "A:B in seconds from the capture's start, A < B (e.g. 0.5:2, 1s:2500ms)"
+    low, sep, high = text.partition(":")
+    if not sep:
+        raise ParameterError("--t-range", text, accepted)
+    bounds = []
+    for part, default in ((low, 0.0), (high, float("inf"))):
+        part = part.strip()
+        if not part:
+            bounds.append(default)
+            continue
+        try:
+            bounds.append(float(part))
+        except ValueError:
+            bounds.append(parse_duration("--t-range", part))
+    if not bounds[0] < bounds[1] or bounds[0] < 0:
+        raise ParameterError("--t-range", text, accepted, "empty or negative range")
+    return bounds[0], bounds[1]
+
+
+def _restrict(table, t_range):
+    from .packets import PacketTable
+
+    if t_range is None:
+        return table
+    pk = table.packets
+    keep = (pk["rel_time"] >= t_range[0]) & (pk["rel_time"] <= t_range[1])
+    if not keep.any():
+        raise ParameterError("--t-range", f"{t_range[0]}:{t_range[1]}", "a range holding packets",
+                             "no packet in that range")
+    # The kept rows keep the expert analysis of the whole capture (retransmissions of data
+    # sent before the range are still seen as such).
+    return PacketTable(pk.loc[keep].reset_index(drop=True), table.flows, table.source)
+
+
+def flow_rows(table) -> list[dict]:
+    from .metrics import flow_label
+
+    rows = []
+    for _, row in table.flows.iterrows():
+        client, server = flow_label(row)
+        rows.append({"flow": int(row["flow"]), "client": client, "server": server,
+                     "packets": int(row["packets"]), "bytes_c2s": int(row["bytes_c2s"]),
+                     "bytes_s2c": int(row["bytes_s2c"]), "duration_s": float(row["last"] - row["first"]),
+                     "handshake": bool(row["handshake"])})
+    return rows
+
+
+def main_diagnose(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:  # argparse: --help is 0, a bad option 2
+        return int(exc.code or 0)
+    from .diagnose import diagnose
+    from .packets import PcapError, read_packets
+
+    try:
+        t_range = parse_t_range(args.t_range)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            table = read_packets(args.file)
+        for w in caught:
+            print(f"tcplab diagnose: warning: {w.message}", file=sys.stderr)
+        if args.list:
+            return _print_flows(table, args.json)
+        if args.flow is not None and not 0 <= args.flow < len(table.flows):
+            raise ParameterError("--flow", args.flow, f"a flow number from 0 to {len(table.flows) - 1} (see --list)")
+        table = _restrict(table, t_range)
+        if args.flow is not None and not (table.packets["flow"] == args.flow).any():
+            raise ParameterError("--flow", args.flow, "a flow with packets in --t-range")
+        result = diagnose(table, args.flow)
+    except (PcapError, ParameterError) as exc:
+        print(f"tcplab diagnose: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        _print_diagnosis(result)
+    if args.output:
+        try:
+            write_report(result, table, args.output, source=args.file)
+        except OSError as exc:
+            print(f"tcplab diagnose: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if not args.json:
+            print(f"report written to {args.output}")
+    return EXIT_UNDETERMINED if result.label == "undetermined" else EXIT_OK
+
+
+def _print_flows(table, as_json: bool) -> int:
+    rows = flow_rows(table)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    print(f"{'flow':>4}  {'client':<24} {'server':<24} {'packets':>8} {'c->s':>10} {'s->c':>10} {'duration':>10}")
+    for r in rows:
+        print(f"{r['flow']:>4}  {r['client']:<24} {r['server']:<24} {r['packets']:>8} "
+              f"{format_size(r['bytes_c2s']):>10} {format_size(r['bytes_s2c']):>10} "
+              f"{format_duration(r['duration_s']):>10}")
+    return EXIT_OK
+
+
+def _print_diagnosis(result) -> None:
+    m = result.metrics
+    arrow = "->" if m.data_dir == 0 else "<-"
+    print(f"flow {m.flow}: {m.client} {arrow} {m.server}  ({format_size(m.payload_bytes)} in "
+          f"{format_duration(m.transfer_s)}, goodput {format_rate(m.goodput_bps) if m.goodput_bps == m.goodput_bps else '-'})")
+    print(f"diagnosis: {result.title}")
+    for sentence in result.sentences:
+        print(f"  - {sentence}")
+    print("limits: " + ", ".join(f"{label} {share:.0%}" for label, share in result.limits))
+
+
+# --- HTML report -------------------------------------------------------------------------------------
+
+def write_report(result, table, path, *, source: str, language: str = "en") -> None:
+    """A self-contained HTML page: the diagnosis, its numbers and the flow's figures as inline PNGs."""
+    import jinja2
+
+    from .diagnose import strings
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+                             autoescape=True)
+    words = strings(language)["report"]
+    figures = _figures(table, result.metrics.flow)
+    html = env.get_template("diagnose.html.j2").render(
+        words=words, source=source, result=result, metrics=_metric_rows(result.metrics), figures=figures)
+    Path(path).write_text(html, encoding="utf-8")
+
+
+def _figures(table, flow: int) -> list[dict]:
+    """Each figure of :data:`FIGURES` as a base64 PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+
+    out = []
+    for name in FIGURES:
+        fig = getattr(plots, name)(table.packets, flow)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", bbox_inches="tight")
+        plt.close(fig)
+        out.append({"name": name, "png": base64.b64encode(buf.getvalue()).decode("ascii")})
+    return out
+
+
+def _metric_rows(m) -> list[tuple[str, str]]:
+    rows = []
+    for key, value in m.to_dict().items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}: {v:.3g}" if isinstance(v, float) else f"{k}: {v}" for k, v in value.items())
+        elif isinstance(value, float):
+            value = f"{value:.6g}"
+        rows.append((key, "-" if value is None or value == "" else str(value)))
+    return rows

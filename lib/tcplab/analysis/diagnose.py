@@ -1,0 +1,399 @@
+"""What limited a TCP transfer, read from its packets: :func:`diagnose`.
+
+Every round trip of the transfer (one time bin of :class:`~.metrics.FlowMetrics`) gets the
+limit its packets show, checked in this order:
+
+* ``zero-window``: the receiver's window is closed;
+* ``congestion-loss``: a retransmission or a duplicate ACK falls in it, or it is mostly
+  loss recovery (:attr:`FlowMetrics.recoveries`, plus the round trip after it, with the
+  window cut) or a retransmission timeout;
+* ``nagle-delayed-ack`` / ``application-limited``: most of it is a sender silence of that
+  kind (see :attr:`FlowMetrics.gaps`);
+* ``receiver-window-limited``: bytes in flight reach the receiver's window (within 2 MSS);
+* otherwise, when the sender is sending, the *sender side*: in flight below the window
+  (``"sender-side"`` in :attr:`Diagnosis.limits` when it could not be split further).
+
+The shares of time give :attr:`Diagnosis.limits`; the largest names the diagnosis, after
+the sender side is split by what else the packets (and the run's context or kernel
+telemetry, when given) say: ``slow-start`` for a transfer over in a few round trips,
+``path-bandwidth`` when goodput reaches the path's rate or round trips grow as a queue
+fills, ``sender-buffer-limited`` when the round trip stays flat. A receiver window capped at
+64 KB without window scaling is ``window-scaling-absent``. When the largest limit covers
+less than :data:`MIN_SHARE` of the transfer, or the packets are too few, the diagnosis is
+``undetermined``: never a guess.
+
+The words come from ``strings/<language>.json``; the labels are stable codes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..units import ParameterError, format_duration, format_rate, format_size
+from . import theory
+from .metrics import FlowMetrics, flow_metrics
+from .packets import PacketTable
+
+__all__ = ["Diagnosis", "diagnose", "LABELS", "MIN_SHARE", "strings"]
+
+LABELS = ("sender-buffer-limited", "receiver-window-limited", "zero-window", "congestion-loss", "path-bandwidth",
+          "application-limited", "nagle-delayed-ack", "window-scaling-absent", "slow-start", "undetermined")
+#: The dominant limit must explain at least this share of the transfer's round trips.
+MIN_SHARE = 0.5
+#: Fewer data packets than this tell nothing.
+MIN_DATA_PACKETS = 4
+#: A transfer over within this many round trips is dominated by slow start.
+SLOW_START_ROUNDS = 8
+#: RTT growth (p90 over min) that still counts as flat, and that surely means a queue.
+RTT_FLAT, RTT_QUEUE = 1.25, 1.5
+#: Sender side means in flight at most this share of the receiver's window.
+SENDER_SIDE_WINDOW_SHARE = 0.5
+#: Goodput at least this share of the path's best possible is path-bandwidth.
+PATH_RATE_SHARE = 0.8
+#: Kernel telemetry naming a limit for at least this share of the busy time settles it.
+TELEMETRY_SHARE = 0.3
+SENDER_SIDE = "sender-side"
+
+_CONTEXT_KEYS = {"rate_bps", "rtt_s", "sndbuf", "sndbuf_effective", "rcvbuf", "rcvbuf_effective", "cc",
+                 "wmem_max", "rmem_max", "mtu"}
+
+
+@lru_cache(maxsize=None)
+def strings(language: str = "en") -> dict:
+    """The user-facing words (labels, evidence sentences, report headings) of ``language``."""
+    path = Path(__file__).with_name("strings") / f"{language}.json"
+    if not path.exists():
+        available = sorted(p.stem for p in path.parent.glob("*.json"))
+        raise ParameterError("language", language, "one of " + ", ".join(available))
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@dataclass
+class Diagnosis:
+    """``label``: the dominant limit (a code of :data:`LABELS`); ``limits``: (label, share of
+    the transfer's round trips), largest first; ``evidence``: the numbers behind it;
+    ``sentences``: the evidence in words; ``summary``: one line."""
+
+    label: str
+    title: str
+    explanation: str
+    limits: list[tuple[str, float]]
+    evidence: dict[str, Any]
+    sentences: list[str]
+    summary: str
+    metrics: FlowMetrics = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        from .metrics import _json_ready
+
+        return {"label": self.label, "title": self.title, "explanation": self.explanation,
+                "limits": [[k, v] for k, v in self.limits], "evidence": _json_ready(self.evidence),
+                "sentences": self.sentences, "summary": self.summary, "metrics": self.metrics.to_dict()}
+
+
+def diagnose(table: PacketTable, flow: int | None = None, *, telemetry: pd.DataFrame | None = None,
+             context: Mapping[str, Any] | None = None, language: str = "en") -> Diagnosis:
+    """Diagnose ``flow`` (default: the largest) of ``table``; see the module docstring.
+
+    ``context`` may carry what a run knows, in stored units: ``rate_bps``, ``rtt_s``
+    (configured), ``sndbuf``/``rcvbuf`` (requested) and ``sndbuf_effective``/
+    ``rcvbuf_effective``, ``wmem_max``/``rmem_max``, ``cc``, ``mtu``. Unknown keys are a
+    :class:`ParameterError`, so a typo does not silently weaken the diagnosis.
+    """
+    context = _check_context(context)
+    words = strings(language)
+    metrics = flow_metrics(table, flow, telemetry=telemetry)
+    return _Reasoner(metrics, context, words).conclude()
+
+
+def _check_context(context: Mapping[str, Any] | None) -> dict[str, Any]:
+    context = dict(context or {})
+    unknown = sorted(set(context) - _CONTEXT_KEYS)
+    if unknown:
+        raise ParameterError(unknown[0], context[unknown[0]], "one of " + ", ".join(sorted(_CONTEXT_KEYS)),
+                             "unknown context key")
+    for key in ("rate_bps", "rtt_s", "sndbuf", "sndbuf_effective", "rcvbuf", "rcvbuf_effective",
+                "wmem_max", "rmem_max", "mtu"):
+        value = context.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
+            raise ParameterError(key, value, "a number above 0 in stored units (bit/s, seconds, bytes)")
+    return context
+
+
+def round_states(m: FlowMetrics) -> pd.Series:
+    """The limit each time bin (about one round trip) of the transfer shows; None: nothing happened."""
+    bins = m.throughput
+    n = len(bins)
+    start = bins["time"].to_numpy()
+    end = start + m.bin_s
+    state = np.full(n, None, dtype=object)
+
+    def overlap(frame: pd.DataFrame) -> np.ndarray:
+        if frame.empty:
+            return np.zeros(n)
+        s = frame["start"].to_numpy()[None, :]
+        e = frame["end"].to_numpy()[None, :]
+        return np.clip(np.minimum(e, end[:, None]) - np.maximum(s, start[:, None]), 0, None).sum(axis=1)
+
+    active = (bins["sent_bps"].to_numpy() > 0) | (bins["delivered_bps"].to_numpy() > 0)
+    # Lowest priority first; each later rule overrides.
+    state[active] = SENDER_SIDE
+    state[_pinned_bins(m, start, end)] = "receiver-window-limited"
+    gaps = m.gaps
+    for reason, label in (("receiver-window", "receiver-window-limited"), ("ack-wait", SENDER_SIDE),
+                          ("application", "application-limited"), ("nagle-delayed-ack", "nagle-delayed-ack")):
+        state[overlap(gaps.loc[gaps["reason"] == reason]) >= 0.5 * m.bin_s] = label
+    loss_times = np.concatenate([m.retransmitted["time"].to_numpy(), m.dup_ack_times,
+                                 gaps.loc[gaps["reason"] == "retransmission-timeout", "start"].to_numpy()])
+    hit = np.zeros(n, bool)
+    idx = np.searchsorted(start, loss_times, side="right") - 1
+    hit[idx[(idx >= 0) & (idx < n)]] = True
+    # Recovery, and the round trip after it, sent with the window just cut.
+    recovering = overlap(m.recoveries.assign(end=m.recoveries["end"] + m.bin_s)) + overlap(
+        gaps.loc[gaps["reason"] == "retransmission-timeout"])
+    state[hit | (recovering >= 0.5 * m.bin_s)] = "congestion-loss"
+    state[overlap(m.zero_windows) > 0] = "zero-window"
+    return pd.Series(state, index=start, name="limit")
+
+
+def _pinned_bins(m: FlowMetrics, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Bins where bytes in flight reach the receiver's advertised window (within 2 MSS)."""
+    pinned = np.zeros(len(start), bool)
+    if m.inflight.empty or m.rwnd["bytes"].isna().all():
+        return pinned
+    rw = m.rwnd.dropna(subset=["bytes"]).sort_values("time")
+    joined = pd.merge_asof(m.inflight.sort_values("time"), rw[["time", "bytes"]].rename(columns={"bytes": "rwnd"}),
+                           on="time", direction="backward").dropna(subset=["rwnd"])
+    mss = m.mss or 1460
+    near = joined["bytes"] >= joined["rwnd"] - 2 * mss
+    idx = np.searchsorted(start, joined.loc[near, "time"].to_numpy(), side="right") - 1
+    pinned[idx[(idx >= 0) & (idx < len(start))]] = True
+    return pinned
+
+
+class _Reasoner:
+    """Turns metrics (and context) into a Diagnosis: one method per label's evidence."""
+
+    def __init__(self, m: FlowMetrics, context: dict, words: dict) -> None:
+        self.m, self.context, self.words = m, context, words
+        self.evidence: dict[str, Any] = {}
+        self.sentences: list[str] = []
+        self.rtt = context.get("rtt_s") or m.rtt_s
+        self._pending: list[str] = []  # the evidence of an "undetermined" found while splitting
+
+    # --- the decision ------------------------------------------------------------------------
+    def conclude(self) -> Diagnosis:
+        m = self.m
+        states = round_states(m).dropna()
+        shares = states.value_counts(normalize=True)
+        self.evidence.update(rounds=len(states), shares={k: float(v) for k, v in shares.items()})
+        if m.data_packets < MIN_DATA_PACKETS:
+            return self._done("undetermined", shares, self._say("undetermined-few", data_packets=m.data_packets))
+        best = shares.index[0] if len(shares) else "undetermined"
+        share = float(shares.iloc[0]) if len(shares) else 0.0
+        if self._short_transfer() and best in (SENDER_SIDE, "receiver-window-limited"):
+            return self._done("slow-start", shares, self._slow_start())
+        if share < MIN_SHARE:
+            name = best if best != SENDER_SIDE else "sender side"
+            return self._done("undetermined", shares, self._say("undetermined-weak", best=name, share=_pct(share)))
+        label = best
+        if best == SENDER_SIDE:
+            label = self._split_sender_side()
+        elif best == "receiver-window-limited" and m.window_scaling == "off" and m.rwnd_max_bytes <= 65535:
+            label = "window-scaling-absent"
+        if label == "undetermined":
+            return self._done(label, shares, self._pending)
+        return self._done(label, shares, getattr(self, "_" + label.replace("-", "_"))(share))
+
+    def _split_sender_side(self) -> str:
+        m = self.m
+        tel = m.telemetry_summary
+        if tel.get("sndbuf_limited_share", 0) >= TELEMETRY_SHARE:
+            return "sender-buffer-limited"
+        if tel.get("rwnd_limited_share", 0) >= TELEMETRY_SHARE:
+            return "receiver-window-limited"
+        rate = self.context.get("rate_bps")
+        if rate and m.goodput_bps >= PATH_RATE_SHARE * self._max_goodput(rate):
+            return "path-bandwidth"
+        if m.vantage == "receiver" and not tel:
+            self._pending = self._say("undetermined-vantage")
+            return "undetermined"
+        growth = self._rtt_growth()
+        if growth >= RTT_QUEUE:
+            return "path-bandwidth"
+        window_share = m.inflight_plateau_bytes / m.rwnd_median_bytes if m.rwnd_median_bytes > 0 else math.nan
+        if growth <= RTT_FLAT and (window_share <= SENDER_SIDE_WINDOW_SHARE or self.context.get("sndbuf")):
+            return "sender-buffer-limited"
+        self._pending = self._say("undetermined-rtt", rtt_min=_dur(m.rtt_min_s), rtt_p90=_dur(m.rtt_p90_s))
+        return "undetermined"
+
+    def _rtt_growth(self) -> float:
+        m = self.m
+        if not (math.isfinite(m.rtt_min_s) and math.isfinite(m.rtt_p90_s)) or m.rtt_min_s <= 0:
+            return math.nan
+        # 2 ms of slack: scheduling noise on a loaded machine is not a queue.
+        return (m.rtt_p90_s - 0.002) / m.rtt_min_s
+
+    def _short_transfer(self) -> bool:
+        m = self.m
+        rtt = m.rtt_s
+        return math.isfinite(rtt) and rtt > 0 and m.transfer_s < SLOW_START_ROUNDS * rtt and m.retransmissions == 0 \
+            and m.zero_window_packets == 0
+
+    def _max_goodput(self, rate: float) -> float:
+        return theory.max_goodput(rate, int(self.context.get("mtu", 1500)), ts=bool(self.m.rtt["source"].eq("ts").any()))
+
+    # --- evidence per label -------------------------------------------------------------------
+    def _predicted(self, window: float) -> float:
+        rtt = self.rtt
+        if not (math.isfinite(rtt) and rtt > 0 and math.isfinite(window)):
+            return math.nan
+        return theory.window_limited_throughput(window, rtt, self.context.get("rate_bps"))
+
+    def _common(self) -> dict[str, str]:
+        m = self.m
+        return {"goodput": _rate_bytes(m.goodput_bps), "rtt": _dur(self.rtt), "rtt_min": _dur(m.rtt_min_s),
+                "rtt_p90": _dur(m.rtt_p90_s), "rwnd": _size(m.rwnd_median_bytes), "rwnd_max": _size(m.rwnd_max_bytes),
+                "inflight_plateau": _size(m.inflight_plateau_bytes), "inflight_mean": _size(m.inflight_mean_bytes),
+                "inflight_max": _size(m.inflight_max_bytes)}
+
+    def _sender_buffer_limited(self, share: float) -> list[str]:
+        m = self.m
+        predicted = self._predicted(m.inflight_plateau_bytes)
+        self.evidence.update(inflight_plateau_bytes=m.inflight_plateau_bytes, rwnd_bytes=m.rwnd_median_bytes,
+                             predicted_bps=predicted, goodput_bps=m.goodput_bps, rtt_s=self.rtt)
+        out = self._say("sender-buffer-limited", predicted=_rate_bytes(predicted), **self._common())
+        sndbuf = self.context.get("sndbuf")
+        tel = m.telemetry_summary
+        if sndbuf:
+            effective = self.context.get("sndbuf_effective") or (
+                theory.effective_sndbuf(int(sndbuf), int(self.context["wmem_max"])) if self.context.get("wmem_max")
+                else 2 * sndbuf)
+            self.evidence.update(sndbuf=sndbuf, sndbuf_effective=effective)
+            out += self._say("sender-buffer-context", sndbuf=_size(sndbuf), sndbuf_effective=_size(effective))
+        elif "sndbuf_limited_share" not in tel:
+            out += self._say("sender-side-either", rtt_min=_dur(m.rtt_min_s), rtt_p90=_dur(m.rtt_p90_s))
+        return out + self._telemetry()
+
+    def _receiver_window_limited(self, share: float) -> list[str]:
+        m = self.m
+        predicted = self._predicted(m.rwnd_median_bytes)
+        self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, predicted_bps=predicted, goodput_bps=m.goodput_bps,
+                             rtt_s=self.rtt)
+        return self._say("receiver-window-limited", share=_pct(share), predicted=_rate_bytes(predicted),
+                         **self._common()) + self._telemetry()
+
+    def _window_scaling_absent(self, share: float) -> list[str]:
+        m = self.m
+        predicted = self._predicted(m.rwnd_max_bytes)
+        self.evidence.update(window_scaling=m.window_scaling, rwnd_max_bytes=m.rwnd_max_bytes,
+                             predicted_bps=predicted, goodput_bps=m.goodput_bps, rtt_s=self.rtt)
+        return self._say("window-scaling-absent", window_scaling=m.window_scaling,
+                         predicted=_rate_bytes(predicted), **self._common())
+
+    def _zero_window(self, share: float) -> list[str]:
+        m = self.m
+        self.evidence.update(zero_window_packets=m.zero_window_packets, zero_window_s=m.zero_window_s,
+                             persist_probes=m.persist_probes, window_updates=m.window_updates)
+        return self._say("zero-window", zero_window_packets=m.zero_window_packets, zero_window=_dur(m.zero_window_s),
+                         share=_pct(m.zero_window_s / m.transfer_s if m.transfer_s else 0.0),
+                         persist_probes=m.persist_probes, window_updates=m.window_updates)
+
+    def _congestion_loss(self, share: float) -> list[str]:
+        m = self.m
+        mathis = math.nan
+        if m.loss_fraction > 0 and math.isfinite(self.rtt) and self.rtt > 0:
+            mathis = theory.mathis_throughput(m.mss or 1460, self.rtt, min(m.loss_fraction, 1.0))
+        self.evidence.update(retransmissions=m.retransmissions, loss_fraction=m.loss_fraction, timeouts=m.timeouts,
+                             dup_acks=m.dup_acks, mathis_bps=mathis, goodput_bps=m.goodput_bps)
+        return self._say("congestion-loss", retransmissions=m.retransmissions, loss=_pct(m.loss_fraction),
+                         fast_retransmissions=m.fast_retransmissions, timeouts=m.timeouts, dup_acks=m.dup_acks,
+                         sack_blocks=m.sack_blocks, share=_pct(share), mathis=_rate_bytes(mathis),
+                         goodput=_rate_bytes(m.goodput_bps))
+
+    def _path_bandwidth(self, share: float) -> list[str]:
+        m = self.m
+        rate = self.context.get("rate_bps")
+        self.evidence.update(goodput_bps=m.goodput_bps, rtt_min_s=m.rtt_min_s, rtt_p90_s=m.rtt_p90_s)
+        out = []
+        if rate:
+            best = self._max_goodput(rate)
+            self.evidence.update(rate_bps=rate, max_goodput_bps=best)
+            out += self._say("path-bandwidth-rate", goodput=_rate_bytes(m.goodput_bps), rate_share=_pct(m.goodput_bps / best),
+                             rate=format_rate(rate), max_goodput=_rate_bytes(best))
+        if self._rtt_growth() >= RTT_QUEUE or not rate:
+            out += self._say("path-bandwidth-queue", **self._common())
+        return out
+
+    def _gap_evidence(self, key: str, reason: str, share: float) -> list[str]:
+        gaps = self.m.gaps.loc[self.m.gaps["reason"] == reason]
+        self.evidence.update(gaps=len(gaps), gap_s=float(gaps["duration"].sum()),
+                             gap_median_s=float(gaps["duration"].median()) if len(gaps) else math.nan)
+        return self._say(key, n_gaps=len(gaps), idle=_dur(gaps["duration"].sum()),
+                         stall=_dur(gaps["duration"].median()) if len(gaps) else "-", share=_pct(share))
+
+    def _application_limited(self, share: float) -> list[str]:
+        return self._gap_evidence("application-limited", "application", share)
+
+    def _nagle_delayed_ack(self, share: float) -> list[str]:
+        return self._gap_evidence("nagle-delayed-ack", "nagle-delayed-ack", share)
+
+    def _slow_start(self) -> list[str]:
+        m = self.m
+        rounds = m.transfer_s / m.rtt_s
+        self.evidence.update(transfer_s=m.transfer_s, rounds=rounds, inflight_max_bytes=m.inflight_max_bytes)
+        return self._say("slow-start", transfer=_dur(m.transfer_s), rounds=f"{rounds:.1f}",
+                         inflight_max=_size(m.inflight_max_bytes))
+
+    def _telemetry(self) -> list[str]:
+        tel = self.m.telemetry_summary
+        out = []
+        if "sndbuf_limited_share" in tel:
+            out += self._say("telemetry-sndbuf", share=_pct(tel["sndbuf_limited_share"]))
+        if "rwnd_limited_share" in tel:
+            out += self._say("telemetry-rwnd", share=_pct(tel["rwnd_limited_share"]))
+        if math.isfinite(tel.get("cwnd_median", math.nan)):
+            out += self._say("telemetry-cwnd", cwnd=f"{tel['cwnd_median']:.0f}")
+        return out
+
+    # --- words ------------------------------------------------------------------------------------
+    def _say(self, key: str, **values: Any) -> list[str]:
+        return [self.words["evidence"][key].format(**values)]
+
+    def _done(self, label: str, shares: pd.Series, sentences: list[str]) -> Diagnosis:
+        words = self.words["labels"][label]
+        # The sender side, once split, is named by what it turned out to be.
+        side = label if label in ("sender-buffer-limited", "path-bandwidth", "slow-start") else SENDER_SIDE
+        limits = [(side if k == SENDER_SIDE else k, float(v)) for k, v in shares.items()]
+        summary = self.words["summary"].format(title=words["title"], evidence="; ".join(sentences))
+        return Diagnosis(label=label, title=words["title"], explanation=words["explanation"], limits=limits,
+                         evidence=self.evidence, sentences=sentences, summary=summary, metrics=self.m)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %" if math.isfinite(x) else "-"
+
+
+def _dur(x: float) -> str:
+    return format_duration(x) if math.isfinite(x) else "-"
+
+
+def _size(x: float) -> str:
+    return format_size(x) if math.isfinite(x) else "unknown"
+
+
+def _rate_bytes(bps: float) -> str:
+    """A rate as bytes per second (the unit of buffers) with bit/s beside it."""
+    if not math.isfinite(bps):
+        return "-"
+    return f"{format_size(bps / 8)}/s ({format_rate(bps)})"

@@ -1,0 +1,532 @@
+"""What one TCP connection did, in numbers: :func:`flow_metrics` turns the packets of a
+flow (and, when a run recorded it, the kernel's ``ss -tinm`` telemetry) into a
+:class:`FlowMetrics` of summary values and time series.
+
+Units everywhere: seconds, bytes, bit/s. "Sender" is the side that carried most payload
+(the data direction); "receiver" the other side, whose ACKs and windows steer the sender.
+
+Everything is measured where the capture was taken. A capture next to the sender sees
+bytes in flight and round trips as the sender lives them; next to the receiver, ACKs
+follow data at once and in-flight looks small. :attr:`FlowMetrics.vantage` says which
+one the handshake timing points to ("sender", "receiver", "middle" or "unknown").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..units import ParameterError
+from .packets import PacketTable
+
+__all__ = ["FlowMetrics", "flow_metrics", "largest_flow", "flow_label", "DELAYED_ACK_MIN_S"]
+
+#: A delayed ACK on Linux waits at least 40 ms (TCP_DELACK_MIN); 30 ms of extra wait
+#: beyond the path's round trip counts as one.
+DELAYED_ACK_MIN_S = 0.030
+#: A sender silent for less than this is not idle, whatever the round trip (scheduler noise).
+MIN_GAP_S = 0.005
+
+
+@dataclass
+class FlowMetrics:
+    """Summary numbers of one flow (``to_dict()`` gives them JSON-ready) and its series.
+
+    Series (DataFrames, ``time`` in seconds since the capture's first frame):
+    ``throughput`` (time, sent_bps, delivered_bps), ``inflight`` (time, bytes),
+    ``rwnd`` (time, bytes, raw), ``rtt`` (time, rtt, source: "ack" or "ts"),
+    ``gaps`` (start, end, duration, outstanding, reason), ``zero_windows`` (start, end,
+    duration), ``delayed_acks`` (time, ack_rtt, extra), ``retransmitted`` (time, seq, len, fast,
+    spurious), ``recoveries`` (start, end, duration: from the duplicate ACKs announcing a
+    loss to the ACK of the resent data), ``requests`` (request/response
+    breakdown), ``telemetry`` (the sender's ``ss`` rows for this flow, if given).
+    """
+
+    flow: int
+    client: str
+    server: str
+    data_dir: int  # 0: client -> server, 1: server -> client
+    sender: str  # "client" or "server"
+    vantage: str  # where the capture sat: sender / receiver / middle / unknown
+    duration_s: float  # first to last packet of the flow
+    transfer_s: float  # first data segment to the ACK of the last byte
+    payload_bytes: int  # distinct bytes of the data direction
+    reverse_bytes: int  # payload of the other direction
+    goodput_bps: float
+    bin_s: float
+    rtt_s: float  # best estimate of the path's round trip (NaN if none)
+    handshake_rtt_s: float
+    handshake_server_share: float  # SYN -> SYN-ACK part of the handshake RTT (vantage)
+    rtt_min_s: float
+    rtt_median_s: float
+    rtt_p90_s: float
+    ts_rtt_median_s: float
+    mss: int | None
+    window_scaling: str  # on / off / unknown
+    receiver_wscale: int | None
+    rwnd_unknown_scale: bool
+    rwnd_median_bytes: float
+    rwnd_max_bytes: float
+    inflight_plateau_bytes: float  # median in flight at a send, once past the ramp
+    inflight_mean_bytes: float  # goodput x RTT (Little's law): the window actually used on average
+    inflight_max_bytes: float
+    inflight_p90_bytes: float
+    data_packets: int
+    retransmissions: int
+    fast_retransmissions: int
+    spurious_retransmissions: int
+    retransmitted_bytes: int
+    loss_fraction: float
+    timeouts: int
+    dup_acks: int
+    sack_packets: int
+    sack_blocks: int
+    zero_window_packets: int
+    zero_window_s: float
+    window_full: int
+    window_updates: int
+    persist_probes: int
+    idle_s: float
+    gap_s_by_reason: dict
+    delayed_ack_count: int
+    telemetry_summary: dict
+    throughput: pd.DataFrame = field(repr=False)
+    inflight: pd.DataFrame = field(repr=False)
+    rwnd: pd.DataFrame = field(repr=False)
+    rtt: pd.DataFrame = field(repr=False)
+    gaps: pd.DataFrame = field(repr=False)
+    zero_windows: pd.DataFrame = field(repr=False)
+    delayed_acks: pd.DataFrame = field(repr=False)
+    requests: pd.DataFrame = field(repr=False)
+    retransmitted: pd.DataFrame = field(repr=False)
+    recoveries: pd.DataFrame = field(repr=False)
+    dup_ack_times: np.ndarray = field(repr=False)
+    telemetry: pd.DataFrame | None = field(default=None, repr=False)
+
+    def to_dict(self, *, tables: bool = False) -> dict[str, Any]:
+        """Summary values (NaN as None); with ``tables``, the series as lists of records."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                value = pd.DataFrame({"time": value})
+            if isinstance(value, pd.DataFrame) or value is None and f.name == "telemetry":
+                if tables and value is not None:
+                    out[f.name] = _json_ready(value.to_dict(orient="records"))
+                continue
+            out[f.name] = _json_ready(value)
+        return out
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return None if not math.isfinite(value) else float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def largest_flow(table: PacketTable) -> int:
+    """The flow that carried most payload (both directions); first on a tie."""
+    flows = table.flows
+    if flows.empty:
+        raise ValueError(f"{table.source.path}: no TCP flow")
+    total = flows["bytes_c2s"] + flows["bytes_s2c"]
+    return int(flows["flow"].iloc[int(np.argmax(total.to_numpy()))])
+
+
+def flow_label(row: pd.Series) -> tuple[str, str]:
+    def end(addr, port):
+        return f"[{addr}]:{port}" if ":" in str(addr) else f"{addr}:{port}"
+
+    return end(row["client"], row["client_port"]), end(row["server"], row["server_port"])
+
+
+def flow_metrics(table: PacketTable, flow: int | None = None, *, telemetry: pd.DataFrame | None = None,
+                 bin_s: float | None = None) -> FlowMetrics:
+    """Metrics of ``flow`` (default: the largest by payload) of a table read with the expert columns."""
+    if not table.has_expert:
+        raise ValueError("flow_metrics needs the expert columns: read_packets(..., expert=True)")
+    if flow is None:
+        flow = largest_flow(table)
+    rows = table.flows.loc[table.flows["flow"] == flow]
+    if rows.empty:
+        raise ValueError(f"{table.source.path}: no flow {flow} (flows are {_flow_range(table)})")
+    info = rows.iloc[0]
+    pk = table.packets.loc[table.packets["flow"] == flow].reset_index(drop=True)
+    return _Builder(pk, info, telemetry, bin_s).build()
+
+
+def _flow_range(table: PacketTable) -> str:
+    return f"0..{len(table.flows) - 1}" if len(table.flows) else "none"
+
+
+class _Builder:
+    """Computes one FlowMetrics; each method fills one group of fields."""
+
+    def __init__(self, pk: pd.DataFrame, info: pd.Series, telemetry, bin_s) -> None:
+        self.pk = pk
+        self.info = info
+        self.dd = 0 if int(info["bytes_c2s"]) >= int(info["bytes_s2c"]) else 1
+        self.snd = pk.loc[pk["dir"] == self.dd]
+        self.rcv = pk.loc[pk["dir"] != self.dd]
+        self.data = self.snd.loc[self.snd["len"] > 0]
+        self.acks = self.rcv.loc[self.rcv["f_ack"]]
+        self.telemetry_in = telemetry
+        self.bin_request = bin_s
+        self.out: dict[str, Any] = {}
+
+    def build(self) -> FlowMetrics:
+        info, out = self.info, self.out
+        client, server = flow_label(info)
+        out.update(flow=int(info["flow"]), client=client, server=server, data_dir=self.dd,
+                   sender="client" if self.dd == 0 else "server")
+        self._handshake()
+        self._volume()
+        self._recoveries()
+        self._rtt()
+        self._windows()
+        self._bins()
+        self._inflight()
+        self._losses()
+        self._zero_windows()
+        self._gaps()
+        self._delayed_acks()
+        self._requests()
+        self._telemetry()
+        return FlowMetrics(**out)
+
+    # --- handshake, vantage ----------------------------------------------------------------------
+    def _handshake(self) -> None:
+        pk = self.pk
+        syn = pk.loc[pk["f_syn"] & ~pk["f_ack"] & (pk["dir"] == 0)]
+        synack = pk.loc[pk["f_syn"] & pk["f_ack"] & (pk["dir"] == 1)]
+        rtt, share = math.nan, math.nan
+        if len(syn) and len(synack):
+            t_syn, t_synack = syn["rel_time"].iloc[-1], synack["rel_time"].iloc[0]
+            after = pk.loc[(pk["dir"] == 0) & ~pk["f_syn"] & (pk["rel_time"] >= t_synack)]
+            if len(after) and t_synack >= t_syn:
+                rtt = float(after["rel_time"].iloc[0] - t_syn)
+                share = float((t_synack - t_syn) / rtt) if rtt > 0 else math.nan
+        vantage = "unknown"
+        if math.isfinite(share):
+            # share ~1: capture next to the client; ~0: next to the server.
+            near = "client" if share > 0.8 else "server" if share < 0.2 else "middle"
+            vantage = "middle" if near == "middle" else ("sender" if near == ("client", "server")[self.dd]
+                                                         else "receiver")
+        self.out.update(handshake_rtt_s=rtt, handshake_server_share=share, vantage=vantage)
+
+    # --- volume, goodput ---------------------------------------------------------------------------
+    def _volume(self) -> None:
+        data, rcv = self.data, self.rcv
+        info = self.info
+        reverse = int(info["bytes_s2c"] if self.dd == 0 else info["bytes_c2s"])
+        if data.empty:
+            self.t0 = self.t1 = float(self.pk["rel_time"].iloc[0])
+            self.out.update(duration_s=float(self.pk["rel_time"].iloc[-1] - self.pk["rel_time"].iloc[0]),
+                            transfer_s=0.0, payload_bytes=0, reverse_bytes=reverse, goodput_bps=0.0,
+                            data_packets=0)
+            return
+        ends = data["seq"].to_numpy() + data["len"].to_numpy()
+        first_seq, last_end = int(data["seq"].min()), int(ends.max())
+        payload = last_end - first_seq
+        self.t0 = float(data["rel_time"].iloc[0])
+        acked = rcv.loc[rcv["f_ack"] & (rcv["ack"] >= last_end)]
+        self.t1 = float(acked["rel_time"].iloc[0]) if len(acked) else float(data["rel_time"].iloc[-1])
+        transfer = max(self.t1 - self.t0, 0.0)
+        self.out.update(duration_s=float(self.pk["rel_time"].iloc[-1] - self.pk["rel_time"].iloc[0]),
+                        transfer_s=transfer, payload_bytes=payload, reverse_bytes=reverse,
+                        goodput_bps=8 * payload / transfer if transfer > 0 else math.nan,
+                        data_packets=len(data))
+
+    # --- loss recovery ---------------------------------------------------------------------------
+    def _recoveries(self) -> None:
+        """For each retransmission: from the duplicate ACKs (or the resend) that announced the
+        loss to the first ACK beyond the resent data; that ACK's RTT sample is dropped (Karn)."""
+        retx = self.data.loc[self.data["retransmission"]]
+        acks = self.acks
+        t, seq = retx["rel_time"].to_numpy(), retx["seq"].to_numpy()
+        ack_t = acks["rel_time"].to_numpy()
+        cum = np.maximum.accumulate(acks["ack"].to_numpy()) if len(acks) else np.zeros(0, np.int64)
+        # The first ACK after the resend whose cumulative value passes the resent byte.
+        first = np.maximum(np.searchsorted(ack_t, t, side="right"), np.searchsorted(cum, seq, side="right"))
+        found = first < len(ack_t)
+        end = np.where(found, ack_t[np.minimum(first, max(len(ack_t) - 1, 0))] if len(ack_t) else t, t)
+        # Duplicate ACKs within a round trip before the resend announced the loss.
+        dup_t = acks.loc[acks["dup_ack"], "rel_time"].to_numpy()
+        window = self.out["handshake_rtt_s"] if math.isfinite(self.out["handshake_rtt_s"]) else 0.0
+        lo = np.searchsorted(dup_t, t - window - MIN_GAP_S, side="left")
+        hi = np.searchsorted(dup_t, t, side="right")
+        start = np.where(hi > lo, dup_t[np.minimum(lo, max(len(dup_t) - 1, 0))] if len(dup_t) else t, t)
+        frame = pd.DataFrame({"start": start.astype(float), "end": end.astype(float)})
+        frame["duration"] = frame["end"] - frame["start"]
+        self.karn = acks.index[first[found]]
+        self.out["recoveries"] = frame
+
+    # --- round trips ------------------------------------------------------------------------------
+    def _rtt(self) -> None:
+        # The SYN-ACK's ack_rtt is half a handshake, not a data round trip; an ACK of resent
+        # data is ambiguous (Karn's rule).
+        usable = self.rcv["ack_rtt"].notna() & ~self.rcv["f_syn"] & ~self.rcv.index.isin(self.karn)
+        acks = self.rcv.loc[usable, ["rel_time", "ack_rtt"]]
+        samples = [pd.DataFrame({"time": acks["rel_time"], "rtt": acks["ack_rtt"], "source": "ack"})]
+        ts = self._ts_echo_rtt()
+        samples.append(ts)
+        self.out["rtt"] = pd.concat(samples, ignore_index=True).sort_values("time", ignore_index=True)
+        a = acks["ack_rtt"]
+        hs = self.out["handshake_rtt_s"]
+        rtt_min = float(a.min()) if len(a) else math.nan
+        # The path's round trip: the handshake when captured (right at any vantage point),
+        # else the fastest data round trip, which is right next to the sender.
+        rtt = hs if math.isfinite(hs) and hs > 0 else float(a.quantile(0.05)) if len(a) else (
+            float(ts["rtt"].min()) if len(ts) else math.nan)
+        self.out.update(rtt_min_s=rtt_min, rtt_median_s=float(a.median()) if len(a) else math.nan,
+                        rtt_p90_s=float(a.quantile(0.9)) if len(a) else math.nan,
+                        ts_rtt_median_s=float(ts["rtt"].median()) if len(ts) else math.nan, rtt_s=rtt)
+
+    def _ts_echo_rtt(self) -> pd.DataFrame:
+        """Round trips from timestamps: a receiver packet echoing a value, since the sender first sent it."""
+        sent = self.data.loc[self.data["ts_val"] >= 0].groupby("ts_val")["rel_time"].min()
+        echo = self.rcv.loc[self.rcv["ts_ecr"] >= 0].groupby("ts_ecr")["rel_time"].min()
+        both = pd.concat([sent.rename("sent"), echo.rename("echo")], axis=1, join="inner")
+        both = both.loc[both["echo"] >= both["sent"]]
+        return pd.DataFrame({"time": both["echo"].to_numpy(), "rtt": (both["echo"] - both["sent"]).to_numpy(),
+                             "source": "ts"})
+
+    # --- windows ----------------------------------------------------------------------------------
+    def _windows(self) -> None:
+        info, rcv = self.info, self.rcv
+        receiver = "server" if self.dd == 0 else "client"
+        mss = int(info[f"mss_{receiver}"]) if int(info[f"mss_{receiver}"]) > 0 else None
+        if mss is None and len(self.data):
+            mss = int(self.data["len"].max())
+        wscale = int(info[f"wscale_{receiver}"])
+        body = rcv.loc[~rcv["f_syn"]]
+        unknown = bool((body["win"] < 0).any())
+        rwnd = pd.DataFrame({"time": body["rel_time"].to_numpy(),
+                             "bytes": body["win"].where(body["win"] >= 0).astype(float).to_numpy(),
+                             "raw": body["win_raw"].to_numpy()})
+        self.rwnd_df = rwnd
+        self.out.update(mss=mss, window_scaling=str(info["window_scaling"]) if bool(info["handshake"]) else "unknown",
+                        receiver_wscale=wscale if wscale >= 0 else None, rwnd_unknown_scale=unknown,
+                        rwnd_median_bytes=float(rwnd["bytes"].median()) if rwnd["bytes"].notna().any() else math.nan,
+                        rwnd_max_bytes=float(rwnd["bytes"].max()) if rwnd["bytes"].notna().any() else math.nan,
+                        rwnd=rwnd)
+
+    # --- time bins: throughput ---------------------------------------------------------------------
+    def _bins(self) -> None:
+        span = max(self.t1 - self.t0, 1e-6)
+        if self.bin_request is not None:
+            if not (self.bin_request > 0):
+                raise ParameterError("bin_s", self.bin_request, "a duration above 0 s")
+            bin_s = float(self.bin_request)
+        else:
+            rtt = self.out["rtt_s"]
+            bin_s = rtt if math.isfinite(rtt) and rtt > 0 else span / 100
+            bin_s = max(bin_s, span / 500, 1e-3)  # at most ~500 bins
+        self.bin_s = bin_s
+        edges = self.t0 + bin_s * np.arange(int(math.ceil(span / bin_s)) + 1)
+        if len(edges) < 2:
+            edges = np.array([self.t0, self.t0 + bin_s])
+        self.edges = edges
+        data = self.data
+        sent = np.histogram(data["rel_time"], bins=edges, weights=data["len"])[0] if len(data) else np.zeros(
+            len(edges) - 1)
+        acks = self.acks
+        # Delivered: how far the cumulative ACK moved in each bin.
+        cum = np.maximum.accumulate(acks["ack"].to_numpy()) if len(acks) else np.array([0])
+        idx = np.searchsorted(acks["rel_time"].to_numpy(), edges, side="right") - 1
+        at_edges = np.where(idx >= 0, cum[np.clip(idx, 0, len(cum) - 1)], cum[0])
+        delivered = np.diff(at_edges)
+        self.out.update(bin_s=bin_s, throughput=pd.DataFrame({
+            "time": edges[:-1], "sent_bps": 8 * sent / bin_s, "delivered_bps": 8 * delivered / bin_s}))
+
+    # --- bytes in flight -------------------------------------------------------------------------------
+    def _inflight(self) -> None:
+        d = self.data.loc[self.data["bytes_in_flight"] >= 0]
+        series = pd.DataFrame({"time": d["rel_time"].to_numpy(), "bytes": d["bytes_in_flight"].to_numpy()})
+        plateau = math.nan
+        if len(series):
+            b = np.digitize(series["time"], self.edges) - 1
+            per_bin = series.groupby(b)["bytes"].max()
+            # Leave out the ramp (round trips before in-flight first reaches 80% of its
+            # usual peak); the plateau is then the typical in-flight at a send.
+            peak = per_bin.quantile(0.9)
+            ramp_end = per_bin.index[np.argmax(per_bin.to_numpy() >= 0.8 * peak)]
+            plateau = float(series.loc[b >= ramp_end, "bytes"].median())
+        goodput, rtt = self.out["goodput_bps"], self.out["rtt_s"]
+        self.out.update(inflight=series, inflight_plateau_bytes=plateau, inflight_mean_bytes=goodput * rtt / 8,
+                        inflight_max_bytes=float(series["bytes"].max()) if len(series) else math.nan,
+                        inflight_p90_bytes=float(series["bytes"].quantile(0.9)) if len(series) else math.nan)
+
+    # --- losses, ACK events -------------------------------------------------------------------------
+    def _losses(self) -> None:
+        d, r = self.data, self.rcv
+        retx = d.loc[d["retransmission"]]
+        payload = self.out["payload_bytes"]
+        self.out.update(
+            retransmitted=pd.DataFrame({"time": retx["rel_time"].to_numpy(), "seq": retx["seq"].to_numpy(),
+                                        "len": retx["len"].to_numpy(),
+                                        "fast": retx["fast_retransmission"].to_numpy(),
+                                        "spurious": retx["spurious_retransmission"].to_numpy()}),
+            dup_ack_times=r.loc[r["dup_ack"], "rel_time"].to_numpy(),
+            retransmissions=len(retx), fast_retransmissions=int(d["fast_retransmission"].sum()),
+            spurious_retransmissions=int(d["spurious_retransmission"].sum()),
+            retransmitted_bytes=int(retx["len"].sum()),
+            loss_fraction=float(retx["len"].sum() / payload) if payload else 0.0,
+            dup_acks=int(r["dup_ack"].sum()), sack_packets=int((r["sack_count"] > 0).sum()),
+            sack_blocks=int(r["sack_count"].clip(lower=0).sum()),
+            zero_window_packets=int(r["zero_window"].sum()), window_full=int(self.snd["window_full"].sum()),
+            window_updates=int(r["window_update"].sum()),
+            # Linux probes a zero window with an empty segment below the window: Wireshark's keep-alive.
+            persist_probes=int((self.snd["keep_alive"] | self.snd["zero_window_probe"]).sum()))
+
+    def _zero_windows(self) -> None:
+        r = self.rwnd_df
+        zero = (r["raw"] == 0).to_numpy()
+        episodes = []
+        start = None
+        for t, z in zip(r["time"].to_numpy(), zero):
+            if z and start is None:
+                start = t
+            elif not z and start is not None:
+                episodes.append((start, t))
+                start = None
+        if start is not None:
+            episodes.append((start, float(self.pk["rel_time"].iloc[-1])))
+        frame = pd.DataFrame(episodes, columns=["start", "end"], dtype=float)
+        frame["duration"] = frame["end"] - frame["start"]
+        self.out.update(zero_windows=frame, zero_window_s=float(frame["duration"].sum()))
+
+    # --- idle gaps -------------------------------------------------------------------------------------
+    def _gaps(self) -> None:
+        """Silences of the sender while data remains, each with the reason the packets suggest."""
+        d = self.data
+        rtt = self.out["rtt_s"]
+        threshold = max(rtt / 2 if math.isfinite(rtt) else 0.0, MIN_GAP_S)
+        t = d["rel_time"].to_numpy()
+        cols = ["start", "end", "duration", "outstanding", "reason"]
+        if len(t) < 2:
+            self.out.update(gaps=pd.DataFrame(columns=cols), idle_s=0.0, gap_s_by_reason={}, timeouts=0)
+            return
+        ends = d["seq"].to_numpy() + d["len"].to_numpy()
+        high = np.maximum.accumulate(ends)
+        acks = self.acks
+        ack_t, ack_v = acks["rel_time"].to_numpy(), np.maximum.accumulate(acks["ack"].to_numpy()) if len(acks) \
+            else np.array([])
+        rw_t, rw_v = self.rwnd_df["time"].to_numpy(), self.rwnd_df["raw"].to_numpy()
+        rw_b = self.rwnd_df["bytes"].to_numpy()
+        mss = self.out["mss"] or 1460
+        rows = []
+        for i in np.flatnonzero(np.diff(t) > threshold):
+            start, end = t[i], t[i + 1]
+            j = np.searchsorted(ack_t, end, side="right") - 1  # the last ACK before the sender woke up
+            acked = ack_v[j] if j >= 0 else 0
+            last_ack_t = ack_t[j] if j >= 0 else -math.inf
+            outstanding = int(high[i] - acked)
+            k_start = np.searchsorted(rw_t, start, side="right") - 1
+            k_end = np.searchsorted(rw_t, end, side="right") - 1
+            window_closed = k_end >= 0 and (rw_v[max(k_start, 0):k_end + 1] == 0).any()
+            rwnd_start = rw_b[k_start] if k_start >= 0 else math.nan
+            # A fast retransmission answers duplicate ACKs: the silence before it is a wait for ACKs.
+            next_is_retx = bool(d["retransmission"].iloc[i + 1] and not d["fast_retransmission"].iloc[i + 1])
+            # Nagle holds data back while a small segment is the only thing un-ACKed.
+            small = d["len"].iloc[i] < mss and 0 <= d["bytes_in_flight"].iloc[i] <= mss
+            woke_on_ack = end - last_ack_t < threshold
+            if window_closed:
+                reason = "zero-window"
+            elif next_is_retx:
+                reason = "retransmission-timeout"
+            elif outstanding <= 0 and woke_on_ack and small and self._ack_was_delayed(j):
+                reason = "nagle-delayed-ack"
+            elif outstanding <= 0 and not woke_on_ack:
+                reason = "application"
+            elif math.isfinite(rwnd_start) and high[i] - (ack_v[max(np.searchsorted(ack_t, start, side="right") - 1, 0)]
+                                                      if len(ack_v) else 0) >= rwnd_start - mss:
+                reason = "receiver-window"
+            else:
+                reason = "ack-wait"
+            rows.append((start, end, end - start, outstanding, reason))
+        gaps = pd.DataFrame(rows, columns=cols)
+        gaps = gaps.astype({"start": float, "end": float, "duration": float})
+        self.out.update(gaps=gaps, idle_s=float(gaps["duration"].sum()),
+                        gap_s_by_reason={k: float(v) for k, v in gaps.groupby("reason")["duration"].sum().items()},
+                        timeouts=int((gaps["reason"] == "retransmission-timeout").sum()))
+
+    def _ack_was_delayed(self, ack_index: int) -> bool:
+        if ack_index < 0:
+            return False
+        value = self.acks["ack_rtt"].iloc[ack_index]
+        return bool(np.isfinite(value) and value - self._undelayed_rtt() >= DELAYED_ACK_MIN_S)
+
+    def _undelayed_rtt(self) -> float:
+        """A round trip without ACK delay: the handshake's (never delayed) or the fastest data ACK."""
+        known = [x for x in (self.out["rtt_min_s"], self.out["handshake_rtt_s"]) if math.isfinite(x)]
+        return min(known) if known else 0.0
+
+    def _delayed_acks(self) -> None:
+        r = self.rcv.loc[self.rcv["ack_rtt"].notna() & ~self.rcv["f_syn"], ["rel_time", "ack_rtt"]]
+        extra = r["ack_rtt"] - self._undelayed_rtt()
+        delayed = pd.DataFrame({"time": r["rel_time"], "ack_rtt": r["ack_rtt"], "extra": extra}).loc[
+            extra >= DELAYED_ACK_MIN_S].reset_index(drop=True)
+        self.out.update(delayed_acks=delayed, delayed_ack_count=len(delayed))
+
+    # --- request / response ---------------------------------------------------------------------
+    def _requests(self) -> None:
+        """Client data bursts (requests) each followed by a server burst (response)."""
+        pk = self.pk
+        cols = ["request_start", "request_end", "request_bytes", "response_start", "response_end",
+                "response_bytes", "wait_s", "total_s"]
+        data = pk.loc[(pk["len"] > 0) & ~pk["retransmission"], ["rel_time", "dir", "len"]]
+        if data.empty or data["dir"].nunique() < 2:
+            self.out["requests"] = pd.DataFrame(columns=cols)
+            return
+        run_id = (data["dir"] != data["dir"].shift()).cumsum()
+        runs = data.groupby(run_id).agg(dir=("dir", "first"), start=("rel_time", "first"),
+                                        end=("rel_time", "last"), bytes=("len", "sum")).reset_index(drop=True)
+        req = runs.loc[runs["dir"] == 0]
+        nxt = runs.shift(-1).loc[req.index]
+        pair = nxt["dir"] == 1
+        req, resp = req.loc[pair], nxt.loc[pair]
+        frame = pd.DataFrame({
+            "request_start": req["start"].to_numpy(), "request_end": req["end"].to_numpy(),
+            "request_bytes": req["bytes"].to_numpy(), "response_start": resp["start"].to_numpy(),
+            "response_end": resp["end"].to_numpy(), "response_bytes": resp["bytes"].astype(int).to_numpy()})
+        frame["wait_s"] = frame["response_start"] - frame["request_end"]
+        frame["total_s"] = frame["response_end"] - frame["request_start"]
+        self.out["requests"] = frame
+
+    # --- kernel telemetry -------------------------------------------------------------------------------
+    def _telemetry(self) -> None:
+        tel = self.telemetry_in
+        if tel is None or len(tel) == 0:
+            self.out.update(telemetry=None, telemetry_summary={})
+            return
+        info = self.info
+        ends = [(str(info["client"]), int(info["client_port"])), (str(info["server"]), int(info["server_port"]))]
+        (src, sport), (dst, dport) = ends if self.dd == 0 else ends[::-1]
+        mine = tel.loc[(tel["src"].astype(str) == src) & (tel["sport"].astype(int) == sport)
+                       & (tel["dst"].astype(str) == dst) & (tel["dport"].astype(int) == dport)]
+        mine = mine.sort_values("time").reset_index(drop=True)
+        summary: dict[str, Any] = {"samples": len(mine)}
+        if len(mine):
+            for col in ("cwnd", "ssthresh", "rtt", "pacing_rate", "delivery_rate", "skmem_tb", "notsent"):
+                if col in mine:
+                    summary[f"{col}_median"] = float(pd.to_numeric(mine[col], errors="coerce").median())
+            busy = float(mine["busy_s"].max()) if "busy_s" in mine else math.nan
+            for col in ("rwnd_limited_s", "sndbuf_limited_s"):
+                if col in mine and busy > 0:
+                    summary[col.removesuffix("_s") + "_share"] = float(mine[col].max()) / busy
+            if "app_limited" in mine:
+                summary["app_limited_share"] = float(mine["app_limited"].astype(bool).mean())
+        self.out.update(telemetry=mine, telemetry_summary=summary)

@@ -1,0 +1,285 @@
+"""diagnose() on scripted transfers with a known answer for every label, and on real
+Linux TCP over an emulated path (16 KB send buffer; a receiver that stops reading)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from tcplab.analysis import read_packets
+from tcplab.analysis.diagnose import LABELS, diagnose, strings
+from tcplab.units import ParameterError
+
+from .pcapgen import Transfer, write_pcap
+
+
+def run(tmp_path, transfer: Transfer, **kw):
+    path = tmp_path / "t.pcap"
+    write_pcap(path, transfer.frames, linktype=101)
+    return diagnose(read_packets(path), **kw)
+
+
+def sender_buffer():
+    tr = Transfer(rtt=0.02)
+    tr.clocked(32768 // 1448 * 1448, 600, rwnd=3 << 20)
+    return tr
+
+
+def test_sender_buffer_limited_from_packets_alone(tmp_path):
+    d = run(tmp_path, sender_buffer())
+    assert d.label == "sender-buffer-limited"
+    assert d.limits[0] == ("sender-buffer-limited", pytest.approx(1.0, abs=0.05))
+    window = 32768 // 1448 * 1448  # 22 segments
+    assert d.evidence["inflight_plateau_bytes"] == window
+    assert d.evidence["rwnd_bytes"] == 3 << 20
+    assert d.evidence["goodput_bps"] == pytest.approx(8 * window / 0.02, rel=0.03)
+    assert d.evidence["predicted_bps"] == pytest.approx(d.evidence["goodput_bps"], rel=0.05)
+    assert "31.1 KB" in d.summary and "3 MB" in d.summary
+    assert "cannot be told apart" in d.summary  # no context: sender buffer or cwnd
+
+
+def test_context_names_the_send_buffer(tmp_path):
+    d = run(tmp_path, sender_buffer(), context={"sndbuf": 16384, "rtt_s": 0.02})
+    assert d.label == "sender-buffer-limited"
+    assert d.evidence["sndbuf_effective"] == 32768
+    assert "SO_SNDBUF 16 KB" in d.summary and "32 KB" in d.summary
+
+
+def test_context_with_path_rate_reached_is_path_bandwidth(tmp_path):
+    # 31 KB per 20 ms = 12.7 Mbit/s of goodput on a 13 Mbit/s link.
+    d = run(tmp_path, sender_buffer(), context={"rate_bps": 13e6})
+    assert d.label == "path-bandwidth"
+    assert d.evidence["rate_bps"] == 13e6
+
+
+def test_receiver_window_pinned(tmp_path):
+    tr = Transfer()
+    tr.clocked(65160, 600, rwnd=65160)
+    d = run(tmp_path, tr)
+    assert d.label == "receiver-window-limited"
+    assert dict(d.limits)["receiver-window-limited"] >= 0.8  # all but the first round trips
+    assert d.evidence["rwnd_bytes"] == 65152  # 65160 rounded down to the scale (7)
+    assert d.evidence["predicted_bps"] == pytest.approx(8 * 65152 / 0.02, rel=1e-3)
+
+
+def test_zero_window_episode(tmp_path):
+    tr = Transfer()
+    tr.rounds([30000] * 5, rwnd=200_000)
+    tr.zero_window(30000, closed_s=1.0, probe_every=0.2)
+    tr.rounds([30000] * 5, rwnd=200_000)
+    d = run(tmp_path, tr)
+    assert d.label == "zero-window"
+    m = d.metrics
+    assert m.zero_window_s == pytest.approx(1.0, abs=0.01)
+    assert m.persist_probes == 4 and m.window_updates == 1
+    assert len(m.zero_windows) == 1
+
+
+def test_losses_with_fast_retransmissions(tmp_path):
+    tr = Transfer()
+    for k in range(20):
+        tr.round(40000 if k % 2 == 0 else 20000, rwnd=1 << 20, lose=5)
+    d = run(tmp_path, tr)
+    assert d.label == "congestion-loss"
+    m = d.metrics
+    assert m.retransmissions == 20 and m.fast_retransmissions == 20 and m.timeouts == 0
+    assert m.retransmitted_bytes == 20 * 1448
+    assert m.dup_acks > 0 and m.sack_blocks > 0
+    assert math.isfinite(d.evidence["mathis_bps"])
+
+
+def test_nagle_and_delayed_ack_stalls(tmp_path):
+    tr = Transfer()
+    tr.rounds([200] * 20, size=200, ack_delay=0.04)
+    d = run(tmp_path, tr)
+    assert d.label == "nagle-delayed-ack"
+    gaps = d.metrics.gaps
+    stalls = gaps.loc[gaps["reason"] == "nagle-delayed-ack", "duration"]
+    assert len(stalls) == 19
+    assert stalls.median() == pytest.approx(0.06, abs=0.001)  # RTT + 40 ms delayed ACK
+    assert d.metrics.delayed_ack_count == 20  # measured against the handshake's RTT
+
+
+def test_no_window_scaling_at_high_rtt(tmp_path):
+    tr = Transfer(rtt=0.1, wscale=None)
+    tr.rounds([65535] * 20, rwnd=65535)
+    d = run(tmp_path, tr)
+    assert d.label == "window-scaling-absent"
+    assert d.metrics.window_scaling == "off"
+    assert d.evidence["rwnd_max_bytes"] == 65535
+    assert d.evidence["predicted_bps"] == pytest.approx(8 * 65535 / 0.1, rel=1e-3)
+
+
+def test_short_transfer_in_slow_start(tmp_path):
+    tr = Transfer()
+    tr.rounds([14480, 28960, 57920, 115840], rwnd=4 << 20)
+    d = run(tmp_path, tr)
+    assert d.label == "slow-start"
+    assert d.evidence["rounds"] < 8
+
+
+def test_application_limited_sender(tmp_path):
+    tr = Transfer()
+    for _ in range(15):
+        tr.round(20000, rwnd=1 << 20)
+        tr.idle(0.2)
+    d = run(tmp_path, tr)
+    assert d.label == "application-limited"
+    assert d.evidence["gaps"] == 14
+    # From the last segment: one round trip for its ACK, then the 200 ms pause.
+    assert d.evidence["gap_s"] == pytest.approx(14 * 0.22, abs=0.01)
+
+
+def test_queue_building_is_path_bandwidth(tmp_path):
+    tr = Transfer()
+    for k in range(30):
+        tr.round(30000, rwnd=1 << 20, rtt=0.02 + 0.001 * k)
+    d = run(tmp_path, tr)
+    assert d.label == "path-bandwidth"
+
+
+def test_ambiguous_rtt_is_undetermined(tmp_path):
+    # In flight well below the window, no loss, but the RTT creeps up ~40 %: neither flat
+    # (a sender limit) nor clearly a filling queue.
+    tr = Transfer()
+    for k in range(30):
+        tr.round(30000, rwnd=1 << 20, rtt=0.02 + 0.0004 * k)
+    d = run(tmp_path, tr)
+    assert d.label == "undetermined"
+    assert "RTT" in d.summary
+
+
+def test_mixed_limits_without_a_majority_are_undetermined(tmp_path):
+    tr = Transfer()
+    tr.rounds([65536] * 6, rwnd=65536)
+    for _ in range(3):
+        tr.round(20000, rwnd=1 << 20)
+        tr.idle(0.04)
+    tr.rounds([200] * 4, size=200, ack_delay=0.04)
+    d = run(tmp_path, tr)
+    assert d.label == "undetermined"
+    assert len(d.limits) >= 3 and d.limits[0][1] < 0.5
+
+
+def test_every_label_has_words_and_output_is_json(tmp_path):
+    words = strings("en")
+    assert set(words["labels"]) == set(LABELS)
+    d = run(tmp_path, sender_buffer())
+    json.dumps(d.to_dict())
+
+
+def test_bad_context_is_a_parameter_error(tmp_path):
+    with pytest.raises(ParameterError, match="sndbuf"):
+        run(tmp_path, sender_buffer(), context={"sndbuf": -1})
+    with pytest.raises(ParameterError, match="rate"):
+        run(tmp_path, sender_buffer(), context={"rate": 1e6})
+    with pytest.raises(ParameterError, match="language"):
+        strings("xx")
+
+
+# --- real Linux TCP over an emulated path ------------------------------------------------------------
+
+live = pytest.mark.kernel
+
+
+def _client_socket(sndbuf, cc):
+    sock = socket.socket()
+    if sndbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+    if cc:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    return sock
+
+
+def _listener(address, rcvbuf):
+    sock = socket.socket()
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.bind((address, 5001))
+    sock.listen(1)
+    return sock
+
+
+def live_transfer(path, pcap, *, size, sndbuf=None, cc=None, rcvbuf=None, read_after=0.0):
+    """The client sends ``size`` bytes to the server, captured by tcpdump next to the client.
+
+    Sockets are made inside the namespaces (Host.call) and driven from threads of this
+    process; ``read_after``: the server application waits that long before reading."""
+    listener = path.server.call(_listener, path.server.address, rcvbuf)
+    client = path.client.call(_client_socket, sndbuf, cc)
+    dump = path.client.popen(["tcpdump", "--immediate-mode", "-i", path.client.ifname, "-s", "128", "-U",
+                              "-w", str(pcap), "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        heard, deadline = b"", time.monotonic() + 10
+        while b"listening on" not in heard and time.monotonic() < deadline:
+            if select.select([dump.stderr], [], [], 1)[0]:
+                heard += os.read(dump.stderr.fileno(), 4096)
+        assert b"listening on" in heard, heard
+
+        received = []
+
+        def serve():
+            conn, _ = listener.accept()
+            with conn:
+                time.sleep(read_after)
+                total = 0
+                while chunk := conn.recv(1 << 16):
+                    total += len(chunk)
+                received.append(total)
+
+        server = threading.Thread(target=serve)
+        server.start()
+        client.connect((path.server.address, 5001))
+        client.sendall(b"x" * size)
+        client.shutdown(socket.SHUT_WR)
+        server.join(30)
+        assert received == [size]
+        time.sleep(0.1)  # the last ACKs reach the capture
+    finally:
+        client.close()
+        listener.close()
+        dump.send_signal(signal.SIGTERM)
+        dump.wait(10)
+        dump.stderr.close()
+
+
+@live
+def test_real_16k_send_buffer_is_sender_buffer_limited(root, tmp_path):
+    from tcplab.lab import Path
+
+    pcap = tmp_path / "sndbuf.pcap"
+    with Path(rtt="20ms") as path:
+        live_transfer(path, pcap, size=600_000, sndbuf=16384, cc="bbr")
+    d = diagnose(read_packets(pcap), context={"sndbuf": 16384, "rtt_s": 0.02, "cc": "bbr"})
+    m = d.metrics
+    assert d.label == "sender-buffer-limited", d.summary
+    assert m.retransmissions == 0 and m.vantage == "sender"
+    assert 0.0195 <= m.rtt_min_s <= 0.025
+    # The window in use sits near 2 x SO_SNDBUF; this kernel lets it grow a little past.
+    assert 16384 <= m.inflight_plateau_bytes <= 4 * 32768
+    assert m.rwnd_median_bytes >= 3 * m.inflight_plateau_bytes
+    assert 0.5 <= d.evidence["predicted_bps"] / m.goodput_bps <= 2
+    assert "SO_SNDBUF 16 KB" in d.summary
+
+
+@live
+def test_real_slow_reader_is_zero_window(root, tmp_path):
+    from tcplab.lab import Path
+
+    pcap = tmp_path / "slow.pcap"
+    with Path(rtt="10ms") as path:
+        live_transfer(path, pcap, size=300_000, rcvbuf=16384, read_after=1.0)
+    d = diagnose(read_packets(pcap))
+    m = d.metrics
+    assert d.label == "zero-window", d.summary
+    assert m.zero_window_packets >= 1 and m.persist_probes >= 1 and m.window_updates >= 1
+    assert 0.7 <= m.zero_window_s <= 1.2
