@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tcplab.lab import netns, sysctl
+from tcplab.lab import cleanup, netns, sysctl
 
 HOST_KEYS = sysctl.HOST_GLOBAL
 TRACE_INSTANCES = Path("/sys/kernel/tracing/instances")
@@ -57,14 +57,7 @@ def _children() -> set[int]:
 
 
 def _owned_elsewhere(name: str) -> bool:
-    owner = netns.owner_of(name)
-    if owner is None or owner == os.getpid() or owner in _children():
-        return False
-    try:
-        os.kill(owner, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    return cleanup.owner_alive(name) and netns.owner_of(name) not in _children()
 
 
 @pytest.fixture(autouse=True)

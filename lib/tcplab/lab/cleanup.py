@@ -34,7 +34,8 @@ class CleanupReport:
         return out or ["nothing to clean"]
 
 
-def _owner_alive(name: str) -> bool:
+def owner_alive(name: str) -> bool:
+    """Whether the namespace's recorded owner is another process that is still running."""
     owner = netns.owner_of(name)
     if owner is None or owner == os.getpid():
         return False
@@ -48,7 +49,7 @@ def _owner_alive(name: str) -> bool:
 def cleanup(prefix: str = netns.PREFIX, *, force: bool = False) -> CleanupReport:
     report = CleanupReport()
     for name in netns.listed(prefix):
-        if not force and _owner_alive(name):
+        if not force and owner_alive(name):
             report.skipped_live.append(name)
             continue
         report.processes += netns.kill_all(name)
