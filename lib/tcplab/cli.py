@@ -1,4 +1,4 @@
-"""The ``tcplab`` command: doctor | lab | run | diagnose | report | cleanup.
+"""The ``tcplab`` command: doctor | lab | run | diagnose | report | replay | cleanup.
 
 Each subcommand is a thin shell over a library function; exit codes:
 0 success, 1 the thing ran and found a problem (a failed check or assertion),
@@ -113,6 +113,17 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- replay ------------------------------------------------------------------------------------------
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .cases import replay
+    from .course import select_cases
+
+    for case in select_cases(args.cases):
+        print(f"{case}: saved {replay.save(case)}")
+    return EXIT_OK
+
+
 # --- delegated subcommands ---------------------------------------------------------------------------
 
 def cmd_run(argv: list[str]) -> int:
@@ -157,6 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cleanup", help="remove what killed runs left behind; restore host settings")
     p.add_argument("--force", action="store_true", help="also remove namespaces of runs still alive")
     p.set_defaults(func=cmd_cleanup)
+
+    p = sub.add_parser("replay", help="ship the last live runs of cases as replay data (data/replay/)")
+    p.add_argument("action", choices=("save",))
+    p.add_argument("cases", nargs="?", default="all", help="all, or e.g. 01,04 (default: all)")
+    p.set_defaults(func=cmd_replay)
 
     for name, text in (("run", "run one experiment (tcplab run --help)"),
                        ("diagnose", "diagnose a pcap (tcplab diagnose --help)"),

@@ -28,7 +28,7 @@ from .observe import Capture, ObserveSpec, SsSampler, Tracepoints, points_for
 from .runs import FAILED, Run, RunWriter, environment, find_run, key_of
 from .units import ParameterError, format_duration, format_rate, format_size
 
-__all__ = ["Experiment", "ExperimentFailed", "main_run", "split_settings"]
+__all__ = ["Experiment", "ExperimentFailed", "main_run", "run_params", "split_settings"]
 
 
 class ExperimentFailed(RuntimeError):
@@ -37,6 +37,16 @@ class ExperimentFailed(RuntimeError):
     def __init__(self, message: str, run: Run) -> None:
         super().__init__(message)
         self.run = run
+
+
+def run_params(spec: PathSpec, workload: Any, observe: ObserveSpec) -> dict[str, Any]:
+    """What a run record stores as its parameters, and what its key is made of: also computed
+    without a live path, so a replayed run can be matched to the parameters that asked for it."""
+    return {
+        "path": spec.to_dict(),
+        "workload": {"name": workload.name, **workload.to_dict()},
+        "observe": observe.to_dict(),
+    }
 
 
 class Experiment:
@@ -57,11 +67,7 @@ class Experiment:
                                               interval=interval, tracepoints=tracepoints)
 
     def params(self) -> dict[str, Any]:
-        return {
-            "path": self.path.spec.to_dict(),
-            "workload": {"name": self.workload.name, **self.workload.to_dict()},
-            "observe": self.observe.to_dict(),
-        }
+        return run_params(self.path.spec, self.workload, self.observe)
 
     @property
     def key(self) -> str:

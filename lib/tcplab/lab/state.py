@@ -4,9 +4,33 @@
 too, so nothing kept here can outlive what it describes.
 """
 
+import contextlib
+import fcntl
 import os
 from pathlib import Path
+from typing import Callable, Iterator
 
 STATE_DIR = Path(os.environ.get("TCPLAB_STATE_DIR", "/run/tcplab"))
 OWNERS_DIR = STATE_DIR / "owners"
 WORK_DIR = STATE_DIR / "work"
+
+MEASURE_LOCK = STATE_DIR / "measure.lock"
+
+
+@contextlib.contextmanager
+def exclusive_measurement(wait_message: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold the machine's measurement lock: two experiments at once on 2 cores would each
+    measure the other's CPU load (the delay line is a userspace process), so case runs take
+    turns. The lock is an flock, released by the kernel if the holder dies."""
+    MEASURE_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(MEASURE_LOCK, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if wait_message is not None:
+                wait_message()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

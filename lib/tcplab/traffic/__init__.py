@@ -3,8 +3,13 @@
 
 from . import http, iperf, roundtrips, streams  # noqa: F401  (each registers its workloads)
 from .base import WORKLOADS, Workload, host_limits
+from .http import Http
+from .iperf import Iperf
+from .roundtrips import Idleburst, Reqresp
+from .streams import Bulk, Ratelimited, Shortconns, Slowreader
 from .result import AppResult
 from .running import RunningWorkload, WorkloadError, WorkloadFailed, WorkloadTimeout
 
-__all__ = ["WORKLOADS", "Workload", "RunningWorkload", "AppResult", "WorkloadTimeout", "WorkloadFailed",
+__all__ = ["WORKLOADS", "Workload", "Bulk", "Slowreader", "Ratelimited", "Shortconns", "Reqresp", "Idleburst",
+           "Http", "Iperf", "RunningWorkload", "AppResult", "WorkloadTimeout", "WorkloadFailed",
            "WorkloadError", "host_limits"]

@@ -1,0 +1,226 @@
+"""What a case notebook calls: run each variant live, or read it back from recorded data.
+
+::
+
+    lab = CaseLab(case_id, mode=mode, profile=profile, fresh=fresh)
+    size = lab.pick(size, quick="6MB", full="22MB")
+    slow = lab.run("sndbuf-16KB", Bulk(size=size, sndbuf="16KB"), path=PathSpec(rtt="20ms", rate="100mbit"))
+    slow.goodput_bps, slow.packets, slow.diagnosis
+
+In live mode each variant is an :class:`~tcplab.experiment.Experiment` on a real path
+(a recorded run with the same parameters is reused unless ``fresh``); in replay mode the
+same call reads ``data/replay/<case>/<label>/``, after checking that it was recorded with
+the parameters the notebook now asks for. Either way the notebook gets a :class:`Trial`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import pandas as pd
+
+from ..experiment import Experiment, run_params
+from ..lab import Path, PathSpec
+from ..lab.state import exclusive_measurement
+from ..observe import ObserveSpec
+from ..runs import Run, key_of, runs_root
+from ..units import ParameterError
+from . import replay
+from .trial import Trial
+
+__all__ = ["CaseLab", "PROFILES", "MODES", "ReplayedPath"]
+
+PROFILES = ("quick", "full")
+MODES = ("live", "replay")
+
+
+@dataclass
+class ReplayedPath:
+    """Stands for a path in replay mode: it has the spec, and nothing to act on."""
+
+    spec: PathSpec
+    backend: str | None = None
+
+
+PathLike = Path | ReplayedPath | PathSpec | Mapping[str, Any]
+
+
+class CaseLab:
+    """One execution of one case notebook: its mode, profile, and the variants it ran."""
+
+    def __init__(self, case_id: str, *, mode: str = "live", profile: str = "quick", fresh: bool = False,
+                 runs_dir: str | os.PathLike | None = None, replay_dir: str | os.PathLike | None = None) -> None:
+        if mode not in MODES:
+            raise ParameterError("mode", mode, "one of " + ", ".join(MODES))
+        if profile not in PROFILES:
+            raise ParameterError("profile", profile, "one of " + ", ".join(PROFILES))
+        self.case_id = case_id
+        self.mode = mode
+        self.profile = profile
+        self.fresh = bool(fresh)
+        self.runs_dir = runs_dir
+        self.trials: dict[str, Trial] = {}
+        self._backends: list[str] = []
+        self._case_runs = runs_root(runs_dir) / case_id
+        self._replay = replay.replay_root(replay_dir) / case_id
+        if mode == "replay":
+            if not (self._replay / replay.INDEX).exists():
+                raise replay.ReplayMissing(
+                    f"{case_id} has no recorded runs in {self._replay}; run it live once (as root on Linux) "
+                    f"and save them with `tcplab replay save {case_id}`")
+            self._recorded = replay.read_index(self._replay)
+            self._backends = list(self._recorded["backends"])
+
+    # --- parameters -------------------------------------------------------------------------------
+    def pick(self, value: Any, *, quick: Any, full: Any) -> Any:
+        """``value`` if the notebook was given one, else the profile's default."""
+        if value is not None:
+            return value
+        return quick if self.profile == "quick" else full
+
+    # --- paths ----------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def path(self, spec: PathSpec | Mapping[str, Any] | None = None, **settings: Any) -> Iterator[Path | ReplayedPath]:
+        """A path kept up for several variants in a row (state carried between them, such as
+        tcp_metrics); in replay mode a stand-in with only the spec."""
+        spec = _spec(spec, settings)
+        if self.mode == "replay":
+            yield ReplayedPath(spec)
+            return
+        with exclusive_measurement(lambda: print(f"{self.case_id}: waiting for another measurement to finish",
+                                                  file=sys.stderr, flush=True)), Path(spec) as live:
+            self._saw_backend(live.backend)
+            self._index(backend=live.backend)
+            yield live
+
+    def live(self, action: Callable[[], Any]) -> Any:
+        """Do ``action`` only when the lab is live (a flush between variants); None in replay."""
+        return action() if self.mode == "live" else None
+
+    def keep(self, name: str, compute: Callable[[], Any]) -> Any:
+        """A JSON value measured live (``compute()``) and shipped with the replay data."""
+        if self.mode == "replay":
+            kept = self._recorded["kept"]
+            if name not in kept:
+                raise replay.ReplayMissing(f"{self.case_id}: the recorded data keeps no value named {name!r}; "
+                                           f"it has: {', '.join(sorted(kept)) or 'none'}")
+            return kept[name]
+        value = json.loads(json.dumps(compute(), default=str))
+        self._index(kept={name: value})
+        return value
+
+    # --- variants -------------------------------------------------------------------------------------
+    def run(self, label: str, workload: Any, *, path: PathLike, observe: ObserveSpec | Mapping[str, Any] | None = None,
+            ) -> Trial:
+        """Run (or replay) one variant; ``label`` names it in tables and in the replay data."""
+        if not label or "/" in label or label.startswith("."):
+            raise ParameterError("label", label, "a name without '/' that does not start with '.'")
+        observe = observe if isinstance(observe, ObserveSpec) else ObserveSpec(**dict(observe or {}))
+        if self.mode == "replay":
+            trial = self._replayed(label, workload, _spec_of(path), observe)
+        elif isinstance(path, Path):
+            trial = self._live(label, workload, path, observe)
+        else:
+            with self.path(_spec_of(path)) as live:
+                trial = self._live(label, workload, live, observe)
+        self.trials[label] = trial
+        if trial.backend:
+            self._saw_backend(trial.backend)
+        return trial
+
+    def repeat(self, label: str, workload: Any, *, path: PathLike, times: int,
+               observe: ObserveSpec | Mapping[str, Any] | None = None) -> list[Trial]:
+        """``times`` runs of one variant, labelled ``label#1`` …, for spreads and confidence bands."""
+        if not isinstance(times, int) or times < 1:
+            raise ParameterError("repetitions", times, "a whole number ≥ 1")
+        return [self.run(f"{label}#{i}", workload, path=path, observe=observe) for i in range(1, times + 1)]
+
+    def _live(self, label: str, workload: Any, path: Path, observe: ObserveSpec) -> Trial:
+        experiment = Experiment(path, workload, case=self.case_id, runs_dir=self.runs_dir, observe=observe)
+        run = experiment.run(reuse=not self.fresh)
+        self._index(runs={label: run.dir.name})
+        return Trial(label, run)
+
+    def _index(self, *, runs: Mapping[str, str] = {}, kept: Mapping[str, Any] = {}, backend: str | None = None,
+               ) -> None:
+        """Note in the live index what replay will need; it also names the kernel that ran."""
+        index = replay.read_index(self._case_runs)
+        index["runs"].update(runs)
+        index["kept"].update(kept)
+        if backend and backend not in index["backends"]:
+            index["backends"].append(backend)
+        index["kernel"], index["profile"] = platform.release(), self.profile
+        replay.write_index(self._case_runs, index)
+
+    def _replayed(self, label: str, workload: Any, spec: PathSpec, observe: ObserveSpec) -> Trial:
+        directory = self._replay / label
+        if label not in self._recorded["runs"]:
+            recorded = sorted(self._recorded["runs"])
+            raise replay.ReplayMissing(f"{self.case_id}: no recorded run named {label!r}; recorded: "
+                                       f"{', '.join(recorded) or 'none'}")
+        run = Run.load(directory)
+        wanted = key_of(run_params(spec, workload, observe))
+        if run.key != wanted:
+            raise replay.ReplayMissing(
+                f"{self.case_id}/{label}: the recorded run was made with other parameters than this notebook "
+                f"asks for (recorded with the {self._recorded.get('profile', '?')} profile and the notebook's "
+                f"defaults). Replay mode can only show what was recorded; change parameters in live mode.")
+        return Trial(label, run, replayed=True)
+
+    def _saw_backend(self, backend: str | None) -> None:
+        if backend and backend not in self._backends:
+            self._backends.append(backend)
+
+    # --- reporting ------------------------------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        """The link emulation backend(s) the variants ran on, e.g. "delayline"."""
+        return ",".join(self._backends) or "none"
+
+    def environment(self) -> dict[str, str]:
+        """Where the numbers come from: this machine, or the one that recorded them."""
+        from ..report import scores
+
+        env = scores.default_environment()
+        if self.mode == "replay":
+            env["kernel"] = self._recorded.get("kernel", "unknown")
+            env["data"] = "recorded runs (replay)"
+        return env
+
+    def publish(self, title: str, checks: Sequence[Any]) -> None:
+        """Show the case's scored checks and leave them in the notebook for the report."""
+        from ..report import publish
+
+        publish(self.case_id, title, checks, backend=self.backend, mode=self.mode, environment=self.environment())
+
+    def table(self, trials: Sequence[Trial] | None = None) -> pd.DataFrame:
+        """One row per variant: goodput, duration, the buffers the kernel granted, cc."""
+        chosen = list(trials) if trials is not None else list(self.trials.values())
+        return pd.DataFrame([t.row() for t in chosen]).set_index("variant")
+
+    def _repr_markdown_(self) -> str:
+        if self.mode == "live":
+            return (f"**Live**: every number below was measured just now on this machine "
+                    f"(profile {self.profile}).")
+        return (f"**Replay**: this page shows runs recorded on Linux {self._recorded.get('kernel', '?')} "
+                f"(profile {self._recorded.get('profile', '?')}); nothing was run on this machine.")
+
+
+def _spec(spec: PathSpec | Mapping[str, Any] | None, settings: Mapping[str, Any]) -> PathSpec:
+    if spec is not None and settings:
+        raise TypeError("give a PathSpec or keyword settings, not both")
+    if isinstance(spec, PathSpec):
+        return spec
+    return PathSpec(**dict(spec or settings))
+
+
+def _spec_of(path: PathLike) -> PathSpec:
+    if isinstance(path, (Path, ReplayedPath)):
+        return path.spec
+    return _spec(path, {})

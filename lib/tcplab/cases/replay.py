@@ -1,0 +1,72 @@
+"""Recorded runs shipped with the course, for readers who cannot run the lab (no Linux root).
+
+Live case runs leave an index in ``data/runs/<case>/index.json``: each variant's label →
+its run directory, the values the case kept with :meth:`CaseLab.keep`, and the link
+backends its paths used. :func:`save` copies what an index names into
+``data/replay/<case>/`` (one folder per label, without the process logs, and an index of
+the same form), which is what a case reads in replay mode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..runs import RUN_JSON, Run, data_root, runs_root
+from ..units import ParameterError
+
+__all__ = ["INDEX", "ReplayMissing", "replay_root", "read_index", "write_index", "save"]
+
+INDEX = "index.json"
+
+
+class ReplayMissing(LookupError):
+    """The recorded data has no run (or value) for what the notebook asks."""
+
+
+def replay_root(replay_dir: str | os.PathLike | None = None) -> Path:
+    return Path(replay_dir) if replay_dir is not None else data_root() / "replay"
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+def read_index(case_dir: Path) -> dict[str, Any]:
+    path = case_dir / INDEX
+    if not path.exists():
+        return {"runs": {}, "kept": {}, "backends": []}
+    return {"runs": {}, "kept": {}, "backends": [], **json.loads(path.read_text())}
+
+
+def write_index(case_dir: Path, index: dict[str, Any]) -> None:
+    _write_json(case_dir / INDEX, index)
+
+
+def save(case: str, *, runs_dir: str | os.PathLike | None = None,
+         replay_dir: str | os.PathLike | None = None) -> Path:
+    """Replace ``data/replay/<case>/`` with the runs the last live execution of ``case`` used."""
+    index = read_index(runs_root(runs_dir) / case)
+    if not index["runs"] and not index["kept"]:
+        raise ParameterError("CASES", case, "a case run live at least once",
+                             f"no live runs of {case} are indexed in {runs_root(runs_dir) / case}")
+    target = replay_root(replay_dir) / case
+    staging = target.with_name(f".{case}.saving")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for label, run_dir in index["runs"].items():
+        run = Run.load(runs_root(runs_dir) / case / run_dir)
+        shutil.copytree(run.dir, staging / label, ignore=shutil.ignore_patterns("logs", "*.tmp"))
+        meta = json.loads((staging / label / RUN_JSON).read_text())
+        meta["files"] = [f for f in meta.get("files", []) if not f.startswith("logs/")]
+        _write_json(staging / label / RUN_JSON, meta)
+    write_index(staging, {**index, "runs": {label: label for label in index["runs"]}})
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(staging, target)
+    return target

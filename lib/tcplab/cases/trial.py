@@ -1,0 +1,148 @@
+"""One measured variant of a case: a run record with the analysis a notebook asks of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+
+from ..runs import Run
+
+__all__ = ["Trial"]
+
+
+@dataclass
+class Trial:
+    """``label`` names the variant in the case ("sndbuf-16KB"); ``run`` is its record, live
+    or replayed. Everything else is derived from the record, and computed once."""
+
+    label: str
+    run: Run
+    replayed: bool = False
+
+    # --- what was asked -------------------------------------------------------------------------
+    @property
+    def path_params(self) -> dict[str, Any]:
+        return self.run.params.get("path", {})
+
+    @property
+    def workload_params(self) -> dict[str, Any]:
+        return self.run.params.get("workload", {})
+
+    @property
+    def rtt_s(self) -> float | None:
+        """The configured round trip (NaN-free: None when the path adds no delay)."""
+        p = self.path_params
+        if p.get("rtt") is not None:
+            return float(p["rtt"])
+        if p.get("delay") is not None:
+            return 2 * float(p["delay"])
+        return None
+
+    @property
+    def rate_bps(self) -> float | None:
+        return self.path_params.get("rate")
+
+    # --- what the application saw -----------------------------------------------------------------
+    @property
+    def app(self):
+        return self.run.app
+
+    @property
+    def goodput_bps(self) -> float:
+        return float(self.app.goodput_bps or float("nan"))
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.app.duration if self.app.duration is not None else float("nan"))
+
+    @property
+    def sender(self) -> str:
+        """"server" or "client", as the workload defines it."""
+        direction = self.workload_params.get("direction")
+        if direction is not None:
+            return "server" if direction == "download" else "client"
+        if self.workload_params.get("name") in ("reqresp", "idleburst"):
+            sizes = self.workload_params
+            return "server" if sizes.get("response_size", 0) >= sizes.get("request_size", 0) else "client"
+        return "server"
+
+    @property
+    def receiver(self) -> str:
+        return "client" if self.sender == "server" else "server"
+
+    def socket(self, side: str) -> dict[str, Any]:
+        """What ``side``'s program read back with getsockopt: sndbuf, rcvbuf, cc, mss, …"""
+        return dict((self.app.sockets or {}).get(side, {}))
+
+    @property
+    def backend(self) -> str | None:
+        return self.run.environment.get("backend")
+
+    @property
+    def kernel(self) -> str | None:
+        return self.run.environment.get("kernel")
+
+    # --- what the capture and the kernel saw ------------------------------------------------------
+    @cached_property
+    def packets(self):
+        return self.run.packets()
+
+    @property
+    def telemetry(self) -> pd.DataFrame:
+        return self.run.telemetry
+
+    @property
+    def trace(self) -> pd.DataFrame:
+        return self.run.trace
+
+    def sender_telemetry(self) -> pd.DataFrame:
+        """The ``ss`` samples of the sending side's socket."""
+        tel = self.telemetry
+        if tel.empty or "host" not in tel:
+            return tel
+        return tel[tel["host"] == self.sender].reset_index(drop=True)
+
+    def context(self) -> dict[str, Any]:
+        """What the run knows that a capture alone does not, for :func:`~tcplab.analysis.diagnose`."""
+        out: dict[str, Any] = {}
+        if self.rate_bps:
+            out["rate_bps"] = float(self.rate_bps)
+        if self.rtt_s:
+            out["rtt_s"] = self.rtt_s
+        sends, receives = self.socket(self.sender), self.socket(self.receiver)
+        if sends.get("sndbuf_requested"):
+            out["sndbuf"], out["sndbuf_effective"] = sends["sndbuf_requested"], sends["sndbuf"]
+        if receives.get("rcvbuf_requested"):
+            out["rcvbuf"], out["rcvbuf_effective"] = receives["rcvbuf_requested"], receives["rcvbuf"]
+        if sends.get("cc"):
+            out["cc"] = sends["cc"]
+        if self.path_params.get("mtu"):
+            out["mtu"] = int(self.path_params["mtu"])
+        return out
+
+    @cached_property
+    def metrics(self):
+        from ..analysis import flow_metrics
+
+        return flow_metrics(self.packets, telemetry=self.telemetry)
+
+    @cached_property
+    def diagnosis(self):
+        from ..analysis import diagnose
+
+        return diagnose(self.packets, telemetry=self.telemetry, context=self.context())
+
+    def row(self) -> dict[str, Any]:
+        """One line of a case's results table."""
+        sends, receives = self.socket(self.sender), self.socket(self.receiver)
+        return {
+            "variant": self.label,
+            "goodput Mbit/s": self.goodput_bps / 1e6,
+            "duration s": self.duration_s,
+            "sender SO_SNDBUF": sends.get("sndbuf"),
+            "receiver SO_RCVBUF": receives.get("rcvbuf"),
+            "cc": sends.get("cc"),
+        }
