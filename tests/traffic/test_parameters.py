@@ -74,6 +74,14 @@ def test_a_buffer_above_the_host_limit_says_what_the_kernel_would_clamp_it_to(na
     assert f"host={{'{key}'" in message
 
 
+def test_clamp_ok_lets_a_buffer_above_the_host_limit_through_and_is_off_by_default():
+    assert WORKLOADS["bulk"]().clamp_ok is False
+    WORKLOADS["bulk"](sndbuf="256KB", clamp_ok=True).check_limits(LIMITS)
+    with pytest.raises(ParameterError):
+        WORKLOADS["bulk"](sndbuf="256KB").check_limits(LIMITS)
+    assert "clamp_ok" in {r[0] for r in WORKLOADS["bulk"].help_rows()}
+
+
 def test_buffers_within_limits_pass():
     WORKLOADS["bulk"](sndbuf="16KB", rcvbuf="64KB").check_limits(LIMITS)
     WORKLOADS["bulk"]().check_limits(LIMITS)

@@ -26,6 +26,9 @@ class SideReport:
     sent: int = 0
     received: int = 0
     first_write: float | None = None
+    last_write: float | None = None
+    #: Seconds spent inside send() calls: waiting for room in the send buffer, and copying.
+    send_wait_s: float = 0.0
     first_read: float | None = None
     last_read: float | None = None
     requests: list[dict] = field(default_factory=list)
@@ -35,8 +38,10 @@ class SideReport:
         if self.first_write is None:
             self.first_write = time.time()
 
-    def wrote(self, count: int) -> None:
+    def wrote(self, count: int, waited: float = 0.0) -> None:
         self.sent += count
+        self.send_wait_s += waited
+        self.last_write = time.time()
 
     def read(self, count: int, when: float) -> None:
         if self.first_read is None:

@@ -23,8 +23,9 @@ def write(sock: socket.socket, data: bytes | memoryview, report: SideReport) -> 
     view = memoryview(data)
     report.about_to_write()
     while view:
+        began = time.perf_counter()
         count = sock.send(view)
-        report.wrote(count)
+        report.wrote(count, time.perf_counter() - began)
         view = view[count:]
 
 
