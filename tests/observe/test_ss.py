@@ -29,9 +29,19 @@ def test_literal_sample_every_field():
         "notsent": 39096, "unacked": 7, "retrans": 3, "lost": 2, "delivery_rate": 181128,
         "pacing_rate": 2.1e6, "app_limited": True, "bytes_acked": 14540, "bytes_received": 77,
         "busy_s": 0.304, "rwnd_limited_s": 0.120, "sndbuf_limited_s": 0.030,
+        "wscale_snd": 7, "wscale_rcv": 10, "minrtt": 0.020206, "advmss": 1448, "rcvmss": 536, "pmtu": 1500,
+        "send_rate": 5458715,
     }
     for key, value in expected.items():
         assert row[key] == (pytest.approx(value) if isinstance(value, float) else value), key
+
+
+def test_ato_and_send_rate_units():
+    (row,) = parse_ss("ESTAB 0 0 10.0.0.1:1 10.0.0.2:2 bbr wscale:10,10 rto:204 rtt:20.5/1 ato:40 mss:1448 "
+                      "cwnd:50 send 28.3Mbps pacing_rate 30Mbps minrtt:20.1")
+    assert row["ato"] == pytest.approx(0.040) and row["minrtt"] == pytest.approx(0.0201)
+    assert row["send_rate"] == pytest.approx(28.3e6) and row["pacing_rate"] == pytest.approx(30e6)
+    assert (row["wscale_snd"], row["wscale_rcv"]) == (10, 10) and row["cc"] == "bbr"
 
 
 def test_one_line_form_parses_the_same():
@@ -42,7 +52,8 @@ def test_one_line_form_parses_the_same():
 def test_absent_fields_are_nan():
     (row,) = parse_ss("ESTAB 0 0 10.0.0.1:1 10.0.0.2:2 skmem:(r0,rb1,t0,tb2,f0,w0,o0,bl0,d0) reno cwnd:10")
     assert row["cc"] == "reno" and row["cwnd"] == 10 and row["app_limited"] is False
-    for key in ("rtt", "snd_wnd", "rcv_wnd", "unacked", "lost", "delivery_rate", "rwnd_limited_s"):
+    for key in ("rtt", "snd_wnd", "rcv_wnd", "unacked", "lost", "delivery_rate", "rwnd_limited_s",
+                "wscale_snd", "minrtt", "ato", "send_rate"):
         assert math.isnan(row[key]), key
 
 

@@ -8,7 +8,8 @@ Each sampler thread enters the namespace once (setns) and forks ``ss`` from ther
 sample does not pay for ``ip netns exec``.
 
 Units of the parsed table: seconds, bytes, bit/s; ``cwnd`` and ``ssthresh`` in segments
-as the kernel keeps them. A field ``ss`` does not print is NaN. Note that ``ss`` leaves
+as the kernel keeps them; ``wscale_snd``/``wscale_rcv`` as shifts. ``send_rate`` is what ss
+prints as ``send``: its own cwnd × mss × 8 / srtt, computed, not measured. A field ``ss`` does not print is NaN. Note that ``ss`` leaves
 out ``snd_wnd`` when it is zero (a zero window), and ``unacked``/``lost`` when zero.
 """
 
@@ -34,6 +35,8 @@ COLUMNS = [
     "skmem_r", "skmem_rb", "skmem_t", "skmem_tb", "skmem_f", "skmem_w", "skmem_o", "skmem_bl",
     "skmem_d", "notsent", "unacked", "retrans", "lost", "delivery_rate", "pacing_rate",
     "app_limited", "bytes_acked", "bytes_received", "busy_s", "rwnd_limited_s", "sndbuf_limited_s",
+    # added for reading ss field by field (case 11)
+    "wscale_snd", "wscale_rcv", "minrtt", "ato", "advmss", "rcvmss", "pmtu", "send_rate",
 ]
 _TEXT = ("side", "src", "dst", "state", "cc")
 _STATES = {"ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT", "UNCONN",
@@ -45,9 +48,10 @@ _FLAGS = {"ts", "sack", "ecn", "ecnseen", "fastopen", "app_limited", "send", "pa
 _PLAIN = {"cwnd": "cwnd", "ssthresh": "ssthresh", "mss": "mss", "snd_wnd": "snd_wnd",
           "rcv_space": "rcv_space", "rcv_ssthresh": "rcv_ssthresh", "rcv_wnd": "rcv_wnd",
           "notsent": "notsent", "unacked": "unacked", "lost": "lost",
-          "bytes_acked": "bytes_acked", "bytes_received": "bytes_received"}
+          "bytes_acked": "bytes_acked", "bytes_received": "bytes_received",
+          "advmss": "advmss", "rcvmss": "rcvmss", "pmtu": "pmtu"}
 #: ``key:<n>ms`` durations, stored in seconds.
-_MILLIS = {"rto": "rto", "busy": "busy_s", "rwnd_limited": "rwnd_limited_s",
+_MILLIS = {"rto": "rto", "ato": "ato", "minrtt": "minrtt", "busy": "busy_s", "rwnd_limited": "rwnd_limited_s",
            "sndbuf_limited": "sndbuf_limited_s"}
 _SKMEM = {"r": "skmem_r", "rb": "skmem_rb", "t": "skmem_t", "tb": "skmem_tb", "f": "skmem_f",
           "w": "skmem_w", "o": "skmem_o", "bl": "skmem_bl", "d": "skmem_d"}
@@ -109,14 +113,17 @@ def parse_record(record: str) -> dict[str, Any] | None:
                     row[_SKMEM[key]] = float(item[len(key):])
     flat = _NESTED.sub(" ", rest)
     for name, value, suffix in _RATE.findall(flat):
-        if name != "send":  # "send" is ss's cwnd/srtt estimate, not a kernel counter
-            row[name] = float(value) * _SCALE[suffix]
+        # "send" is ss's own cwnd * mss * 8 / srtt, not a kernel counter: kept apart as send_rate
+        row["send_rate" if name == "send" else name] = float(value) * _SCALE[suffix]
     flat = _RATE.sub(" ", flat)
 
     for key, value in _KEYED.findall(flat):
         if key == "rtt":
             rtt, _, var = value.partition("/")
             row["rtt"], row["rttvar"] = _number(rtt) / 1e3, _number(var) / 1e3
+        elif key == "wscale":
+            snd, _, rcv = value.partition(",")
+            row["wscale_snd"], row["wscale_rcv"] = _number(snd), _number(rcv)
         elif key == "retrans":
             # "retrans:<in flight now>/<total>": the running total is the useful series.
             row["retrans"] = _number(value.partition("/")[2] or value)
