@@ -19,12 +19,13 @@ APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark iputils-ping procps cur
                 libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
                 poppler-utils libjs-katex
 
-.PHONY: setup system-packages test report render bench lab doctor cleanup clean help
+.PHONY: setup system-packages test report render replay-data bench lab doctor cleanup clean help
 
 help:
 	@echo "make report   run every case and render reports/ (HTML, PDF, handout)"
 	@echo "make test     run the test suite (real namespaces; needs root)"
 	@echo "make bench    fidelity, capture overhead, pcap engine and report timings"
+	@echo "make replay-data  rerun every case live and ship its runs in data/replay/ (maintainers)"
 	@echo "make lab      JupyterLab on the notebooks with the project's kernel"
 	@echo "make doctor   what this machine can do; make cleanup   remove leftovers of killed runs"
 
@@ -55,6 +56,11 @@ report: setup
 
 render: setup
 	$(TCPLAB) report --cases $(CASES) --edition $(EDITION) --render-only
+
+# Maintainers: refresh the recorded runs that replay mode ships (data/replay/).
+replay-data: setup
+	$(TCPLAB) report --cases $(CASES) --profile quick --mode live --fresh --formats html
+	$(TCPLAB) replay save $(CASES)
 
 bench: setup
 	$(PY) bench/run_all.py

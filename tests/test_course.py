@@ -1,11 +1,19 @@
-"""The course pipeline end to end: `tcplab report` runs a case live and renders it."""
+"""The course end to end: every case notebook runs live under papermill with the quick
+profile and its scored checks hold; the handout and PDFs have every case; the student
+edition carries no answers; every case renders again from its shipped replay data."""
 
+import json
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tcplab import course
+import nbformat
+
 from tcplab.lab.link import netem_available
 from tcplab.units import ParameterError
 
@@ -33,19 +41,119 @@ def test_mode_choice(monkeypatch):
     assert course.choose_mode("auto")[0] == "live"
 
 
+
+CASES = course.available_cases()
+#: A case's pages and its shipped data must name it; everything else is in the notebooks.
+REPORT_TIMEOUT_S = 60 * 60
+
+
+def tcplab_report(*args: str, data_dir: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if data_dir is not None:
+        env["TCPLAB_DATA"] = str(data_dir)  # fresh runs, never the developer's recorded ones
+    return subprocess.run([sys.executable, "-m", "tcplab.cli", "report", *args], capture_output=True,
+                          text=True, timeout=REPORT_TIMEOUT_S, env=env)
+
+
+def pdf_pages(path: Path) -> int:
+    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+    return int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
+
+
+def answer_snippets(case: str) -> list[str]:
+    """The longest run of plain words in each answer cell of a case notebook: text that
+    markdown renders unchanged, so it can be looked for in the HTML."""
+    nb = nbformat.read(course.NOTEBOOKS / f"{case}.ipynb", as_version=4)
+    return [max(re.findall(r"[A-Za-z][A-Za-z ,]{20,}", cell.source), key=len, default=cell.source)[:50].strip()
+            for cell in nb.cells if "answer" in cell.metadata.get("tags", [])]
+
+
+@pytest.fixture(scope="module")
+def live_report(root, tmp_path_factory):
+    """The whole course, live, quick profile, instructor edition: what `make report` does."""
+    reports = tmp_path_factory.mktemp("reports")
+    data = tmp_path_factory.mktemp("data")
+    result = tcplab_report("--cases", "all", "--profile", "quick", "--mode", "live",
+                           "--reports-dir", str(reports), data_dir=data)
+    return result, reports
+
+
+def test_every_case_is_a_numbered_notebook_with_the_standard_parameters():
+    assert len(CASES) >= 12, CASES  # the path check and the eleven bottleneck cases
+    for case in CASES:
+        nb = nbformat.read(course.NOTEBOOKS / f"{case}.ipynb", as_version=4)
+        params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(params) == 1, case
+        for name in ("case_id", "mode", "profile", "fresh"):
+            assert re.search(rf"^{name} = ", params[0].source, re.M), (case, name)
+        assert f'case_id = "{case}"' in params[0].source
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{case} has outputs"
+        assert answer_snippets(case), f"{case} has no answer cell"
+
+
 @pytest.mark.kernel
 @pytest.mark.slow
-def test_report_runs_the_path_check_live_and_renders_html_and_pdf(root, tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "tcplab.cli", "report", "--cases", "00", "--mode", "live",
-         "--reports-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    html = (tmp_path / "00-path-check.html").read_text()
-    backend = "netem" if netem_available() else "delay line"
-    assert backend in html
-    assert "Path check" in html and "kernel min_rtt" in html
-    assert "http://" not in html.split("<body", 1)[1].split("</body>")[0].replace("http://www.w3.org", "")
-    pages = subprocess.run(["pdfinfo", str(tmp_path / "handout.pdf")], capture_output=True, text=True).stdout
-    assert int(next(line.split()[-1] for line in pages.splitlines() if line.startswith("Pages:"))) >= 2
-    text = subprocess.run(["pdftotext", str(tmp_path / "handout.pdf"), "-"], capture_output=True, text=True).stdout
-    assert "Path check" in text
+@pytest.mark.timeout(REPORT_TIMEOUT_S)
+def test_every_case_runs_live_and_its_checks_hold(live_report):
+    result, reports = live_report
+    summary = json.loads((reports / "summary.json").read_text())
+    failed = {c["case_id"]: c["error"] or [x["name"] for x in c["checks"] if not x["passed"]]
+              for c in summary["cases"] if c["status"] != "passed"}
+    assert result.returncode == 0 and not failed, (failed, result.stdout[-3000:], result.stderr[-3000:])
+    assert [c["case_id"] for c in summary["cases"]] == CASES
+    assert all(c["checks"] for c in summary["cases"])
+    assert summary["backend"] and ("netem" if netem_available() else "delayline") in summary["backend"]
+
+
+@pytest.mark.kernel
+@pytest.mark.slow
+@pytest.mark.timeout(REPORT_TIMEOUT_S)
+def test_handout_and_pdfs_have_every_case(live_report, pdf_tools):
+    _, reports = live_report
+    html = (reports / "handout.html").read_text()
+    body = html.split("<body", 1)[1].split("</body>")[0]
+    assert "http://" not in body.replace("http://www.w3.org", "")  # offline: no remote references
+    assert ("netem" if netem_available() else "delay line") in html
+    for case in CASES:
+        assert re.search(rf'<section [^>]*id="case-{case}"', html), case
+        assert (reports / f"{case}.pdf").is_file() and pdf_pages(reports / f"{case}.pdf") >= 1, case
+    assert pdf_pages(reports / "handout.pdf") >= len(CASES) + 2  # cover and summary, then the cases
+    text = subprocess.run(["pdftotext", str(reports / "handout.pdf"), "-"], capture_output=True,
+                          text=True).stdout
+    assert "Path check" in text and "kernel min_rtt" in text
+
+
+@pytest.mark.kernel
+@pytest.mark.slow
+@pytest.mark.timeout(REPORT_TIMEOUT_S)
+def test_student_edition_has_no_answers(live_report, tmp_path):
+    _, reports = live_report
+    student = tmp_path / "student"
+    out = subprocess.run([sys.executable, "-m", "tcplab.cli", "report", "--render-only", "--edition", "student",
+                          "--formats", "html", "--reports-dir", str(reports), "--output-dir", str(student)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    student_html = (student / "handout.html").read_text()
+    instructor_html = (reports / "handout.html").read_text()
+    assert "student edition" in student_html
+    for case in CASES:
+        for snippet in answer_snippets(case):
+            assert snippet in instructor_html and snippet not in student_html, (case, snippet)
+
+
+@pytest.fixture
+def pdf_tools():
+    for tool in ("pdftotext", "pdfinfo"):
+        if subprocess.run(["which", tool], capture_output=True).returncode != 0:
+            pytest.fail(f"{tool} is missing: apt-get install poppler-utils")
+
+
+@pytest.mark.slow
+def test_every_case_renders_from_its_shipped_replay_data(tmp_path):
+    out = tcplab_report("--cases", "all", "--mode", "replay", "--formats", "html", "--reports-dir", str(tmp_path))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    failed = {c["case_id"]: c["error"] or [x["name"] for x in c["checks"] if not x["passed"]]
+              for c in summary["cases"] if c["status"] != "passed"}
+    assert out.returncode == 0 and not failed, (failed, out.stderr[-3000:])
+    html = (tmp_path / "handout.html").read_text()
+    assert "recorded earlier on Linux" in html and "replay of recorded runs" in html

@@ -1,14 +1,15 @@
 """The course: which cases exist, and ``tcplab report`` / ``make report`` over them.
 
 A case is a notebook in ``notebooks/`` named ``NN-name.ipynb``; its number is its id for
-``CASES=01,04``. What each case measures and asserts lives in the notebook and in
-:mod:`tcplab.cases`; this module only finds them, picks live or replay mode, and hands
-them to the render layer (:mod:`tcplab.report`).
+``CASES=01,04``. What each case measures and asserts lives in the notebook (with
+:mod:`tcplab.cases` doing the running); this module only finds them, picks live or replay
+mode, and hands them to the render layer (:mod:`tcplab.report`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -78,6 +79,9 @@ def main_report(argv: list[str]) -> int:
     parser.add_argument("--formats", default="html,pdf")
     parser.add_argument("--reports-dir", type=Path, default=REPORTS)
     parser.add_argument("--notebooks-dir", type=Path, default=NOTEBOOKS)
+    parser.add_argument("--output-dir", type=Path, default=None,
+                        help="with --render-only: write the pages here (e.g. a student edition beside "
+                             "the instructor one); default: --reports-dir")
     args = parser.parse_args(argv)
 
     from . import report
@@ -86,7 +90,8 @@ def main_report(argv: list[str]) -> int:
     formats = [f for f in args.formats.split(",") if f]
     args.reports_dir.mkdir(parents=True, exist_ok=True)
     if args.render_only:
-        result = report.render_only(cases, reports_dir=args.reports_dir, notebooks_dir=args.notebooks_dir,
+        result = report.render_only(cases, reports_dir=args.reports_dir, output_dir=args.output_dir,
+                                    notebooks_dir=args.notebooks_dir,
                                     edition=args.edition, formats=formats, profile=args.profile)
     else:
         mode, why = choose_mode(args.mode)
@@ -97,6 +102,9 @@ def main_report(argv: list[str]) -> int:
             parameters={"fresh": bool(args.fresh)}, profile=args.profile, edition=args.edition,
             mode=mode, formats=formats, progress=True,
         )
+    out_dir = args.output_dir if args.render_only and args.output_dir else args.reports_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.json").write_text(json.dumps(result.to_json(), indent=2))
     print(result.summary())
     for fmt, path in result.handout.items():
         print(f"handout ({fmt}): {path}")

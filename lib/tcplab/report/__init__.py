@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .context import ReportContext, combine_backends
+from .context import ReportContext, combine_backends, combine_kernels
 from .editions import EDITIONS, check_edition
 from .execute import DEFAULT_CELL_TIMEOUT_S, ExecutionResult, execute_notebook
 from .handout import CaseSection, case_status, write_handout
@@ -111,13 +111,26 @@ class ReportResult:
                 return case
         raise KeyError(case_id)
 
+    def to_json(self) -> dict[str, Any]:
+        """What CI and benchmarks read back (``summary.json``): per case its status, checks
+        and execution time, and where the report was made."""
+        return {
+            "all_passed": self.all_passed, "mode": self.context.mode, "profile": self.context.profile,
+            "edition": self.context.edition, "backend": self.context.backend, "kernel": self.context.kernel,
+            "cases": [{"case_id": c.case_id, "title": c.title, "status": c.status,
+                       "execution_s": c.execution.duration_s if c.execution else None,
+                       "checks": [x.to_json() for x in c.checks], "error": c.error}
+                      for c in self.cases],
+        }
+
     def summary(self) -> str:
         """A few plain lines for a terminal."""
         t = self.context.messages()
         lines = []
         for c in self.cases:
             checks = f"{sum(x.passed for x in c.checks)}/{len(c.checks)}" if c.checks else "-"
-            line = f"{c.case_id:<28} {t('status.' + c.status):<12} {checks:>7}"
+            took = f"{c.execution.duration_s:6.1f} s" if c.execution else ""
+            line = f"{c.case_id:<28} {t('status.' + c.status):<12} {checks:>7} {took}"
             if c.error:
                 line += f"  {c.error}"
             lines.append(line)
@@ -203,8 +216,9 @@ class _Rendering:
                      else nb.metadata.get("papermill", {}).get("parameters", {}) if nb else {})
             backend = (combine_backends(s.backend for s in report.scores)
                        or _asked_backend(asked) or self.context.backend)
+            kernel = combine_kernels(s.environment for s in report.scores)
             self._write(report, cells or RenderedCells("", ""),
-                        self.context.with_backend(backend))
+                        self.context.with_backend(backend).with_kernel(kernel))
         return report, section
 
     def _read(self, case: Case, executed: Path, execution: ExecutionResult | None,
@@ -259,7 +273,8 @@ class _Rendering:
 
     def handout(self, reports: list[CaseReport], sections: list[CaseSection]) -> ReportResult:
         backend = combine_backends(s.backend for r in reports for s in r.scores)
-        context = self.context.with_backend(backend or self.context.backend)
+        kernel = combine_kernels(s.environment for r in reports for s in r.scores)
+        context = self.context.with_backend(backend or self.context.backend).with_kernel(kernel)
         result = ReportResult(cases=reports, context=context)
         html_path = self.output_dir / f"{HANDOUT_NAME}.html"
         _say(self.progress, f"handout: {len(sections)} case(s) → {html_path}")

@@ -10,7 +10,7 @@ from typing import Iterable
 from .editions import check_edition
 from .text import Messages
 
-__all__ = ["ReportContext", "MODES", "combine_backends"]
+__all__ = ["ReportContext", "MODES", "combine_backends", "combine_kernels"]
 
 MODES = ("live", "replay")
 
@@ -39,6 +39,10 @@ class ReportContext:
     def with_backend(self, backend: str | None) -> "ReportContext":
         return replace(self, backend=backend)
 
+    def with_kernel(self, kernel: str | None) -> "ReportContext":
+        """The kernel the numbers came from: in replay mode, the one that recorded them."""
+        return replace(self, kernel=kernel) if kernel else self
+
     def environment_line(self, t: Messages | None = None) -> str:
         """One line for page footers, e.g. "Linux 6.1.0 · backend: netem · mode: live"."""
         t = t or self.messages()
@@ -56,6 +60,12 @@ def combine_backends(backends: Iterable[str | None]) -> str | None:
     """The backends cases ran on, first-seen order, comma-separated; None if none said."""
     seen: list[str] = []
     for b in backends:
-        if b and b not in seen:
-            seen.append(b)
+        for one in (b or "").split(","):
+            if one and one not in seen:
+                seen.append(one)
     return ",".join(seen) or None
+
+
+def combine_kernels(environments: Iterable[dict]) -> str | None:
+    """The kernels named by published scores (``environment["kernel"]``), as one label."""
+    return combine_backends(env.get("kernel") for env in environments)

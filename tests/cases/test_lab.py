@@ -1,0 +1,146 @@
+"""CaseLab on the real kernel: live variants, reuse, the index, replay and its parameter check."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from tcplab.cases import CaseLab, ReplayMissing, save
+from tcplab.lab import PathSpec
+from tcplab.lab.state import exclusive_measurement
+from tcplab.traffic import Bulk
+from tcplab.units import ParameterError
+
+CASE = "98-fixture"
+SPEC = PathSpec(rtt="10ms", rate="100mbit")
+
+
+def small(**settings):
+    return Bulk(size="256KB", cc="cubic", **settings)
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    return {"runs_dir": tmp_path / "runs", "replay_dir": tmp_path / "replay"}
+
+
+@pytest.fixture
+def recorded(root, dirs):
+    """One case run live (a variant and a kept value), then saved as replay data."""
+    lab = CaseLab(CASE, mode="live", **dirs)
+    trial = lab.run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
+    kept = lab.keep("answer", lambda: {"rtt_ms": 10, "values": [1, 2]})
+    save(CASE, **dirs)
+    return lab, trial, kept
+
+
+def test_bad_mode_and_profile_are_refused_by_name(dirs):
+    with pytest.raises(ParameterError) as info:
+        CaseLab(CASE, mode="recorded", **dirs)
+    assert info.value.name == "mode" and "live" in info.value.accepted
+    with pytest.raises(ParameterError) as info:
+        CaseLab(CASE, profile="fast", **dirs)
+    assert info.value.name == "profile"
+
+
+def test_pick_prefers_the_notebooks_value_then_the_profile(dirs):
+    assert CaseLab(CASE, profile="quick", **dirs).pick(None, quick="4MB", full="22MB") == "4MB"
+    assert CaseLab(CASE, profile="full", **dirs).pick(None, quick="4MB", full="22MB") == "22MB"
+    assert CaseLab(CASE, profile="full", **dirs).pick("1MB", quick="4MB", full="22MB") == "1MB"
+
+
+@pytest.mark.kernel
+def test_live_variant_is_indexed_and_knows_its_buffers(recorded, dirs):
+    lab, trial, kept = recorded
+    assert trial.socket("server")["sndbuf"] == 32768  # the kernel doubles SO_SNDBUF
+    assert trial.context()["sndbuf_effective"] == 32768 and trial.context()["rtt_s"] == pytest.approx(0.01)
+    assert trial.app.bytes == 256 * 1024
+    index = json.loads((dirs["runs_dir"] / CASE / "index.json").read_text())
+    assert index["runs"] == {"sndbuf-16KB": trial.run.dir.name}
+    assert index["kept"] == {"answer": kept} and index["backends"] == [lab.backend]
+    assert lab.table().loc["sndbuf-16KB", "sender SO_SNDBUF"] == 32768
+
+
+@pytest.mark.kernel
+def test_same_parameters_reuse_the_recorded_run_unless_fresh(recorded, dirs):
+    _, first, _ = recorded
+    again = CaseLab(CASE, mode="live", **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
+    assert again.run.dir == first.run.dir
+    fresh = CaseLab(CASE, mode="live", fresh=True, **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
+    assert fresh.run.dir != first.run.dir and fresh.run.key == first.run.key
+
+
+@pytest.mark.kernel
+def test_replay_gives_the_recorded_numbers_without_touching_the_system(recorded, dirs, monkeypatch):
+    lab, trial, kept = recorded
+    # A replay must never build a path.
+    monkeypatch.setattr("tcplab.lab.Path.start", lambda self: pytest.fail("replay built a path"))
+    replay = CaseLab(CASE, mode="replay", **dirs)
+    again = replay.run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
+    assert again.replayed and again.goodput_bps == trial.goodput_bps
+    assert len(again.packets.packets) == len(trial.packets.packets)
+    assert replay.keep("answer", lambda: pytest.fail("replay computed a kept value")) == kept
+    assert replay.live(lambda: pytest.fail("replay ran a live action")) is None
+    assert replay.backend == lab.backend
+    assert replay.environment()["data"] == "recorded runs (replay)"
+    assert "Replay" in replay._repr_markdown_()
+    with replay.path(SPEC) as stand_in:
+        assert stand_in.spec == SPEC
+    assert not list((dirs["replay_dir"] / CASE / "sndbuf-16KB").glob("logs"))
+
+
+@pytest.mark.kernel
+def test_replay_refuses_other_parameters_and_unknown_names(recorded, dirs):
+    replay = CaseLab(CASE, mode="replay", **dirs)
+    with pytest.raises(ReplayMissing, match="other parameters"):
+        replay.run("sndbuf-16KB", small(sndbuf="32KB"), path=SPEC)
+    with pytest.raises(ReplayMissing, match="other parameters"):
+        replay.run("sndbuf-16KB", small(sndbuf="16KB"), path=PathSpec(rtt="20ms", rate="100mbit"))
+    with pytest.raises(ReplayMissing, match="sndbuf-16KB"):
+        replay.run("autotuned", small(), path=SPEC)
+    with pytest.raises(ReplayMissing, match="answer"):
+        replay.keep("question", dict)
+
+
+def test_replay_without_recorded_data_says_how_to_make_it(dirs):
+    with pytest.raises(ReplayMissing, match="tcplab replay save 98-fixture"):
+        CaseLab(CASE, mode="replay", **dirs)
+
+
+def test_saving_a_case_never_run_live_is_a_parameter_error(dirs):
+    with pytest.raises(ParameterError, match="no live runs"):
+        save(CASE, **dirs)
+
+
+def test_bad_label_is_refused_before_anything_runs(dirs):
+    lab = CaseLab(CASE, mode="live", **dirs)
+    with pytest.raises(ParameterError) as info:
+        lab.run("../escape", small(), path=SPEC)
+    assert info.value.name == "label"
+    with pytest.raises(ParameterError) as info:
+        lab.repeat("x", small(), path=SPEC, times=0)
+    assert info.value.name == "repetitions"
+    assert not (dirs["runs_dir"] / CASE).exists()
+
+
+def test_measurements_take_turns(tmp_path, monkeypatch):
+    monkeypatch.setattr("tcplab.lab.state.MEASURE_LOCK", tmp_path / "measure.lock")
+    order, waited = [], []
+    holding = threading.Event()
+
+    def first():
+        with exclusive_measurement():
+            holding.set()
+            time.sleep(0.3)
+            order.append("first done")
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    holding.wait(5)
+    with exclusive_measurement(lambda: waited.append(True)):
+        order.append("second starts")
+    thread.join()
+    assert waited == [True] and order == ["first done", "second starts"]
