@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import subprocess
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import sysctl
+from ..observe.trace import ensure_tracefs
 from .link import netem_available
 
 TOOLS = ("ip", "tc", "iptables", "tcpdump", "ss", "ethtool", "tshark", "curl", "iperf3", "chromium")
@@ -43,16 +43,6 @@ def _read(rel: str) -> str:
         return ""
 
 
-def _tracefs() -> bool:
-    if os.path.exists("/sys/kernel/tracing/events"):
-        return True
-    if os.geteuid() != 0 or not os.path.isdir("/sys/kernel/tracing"):
-        return False
-    # Not mounted yet is the usual state on a fresh machine; mounting it is harmless.
-    subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], capture_output=True)
-    return os.path.exists("/sys/kernel/tracing/events")
-
-
 def capabilities() -> Capabilities:
     root = os.geteuid() == 0
     tools = {t: shutil.which(t) for t in TOOLS}
@@ -68,7 +58,7 @@ def capabilities() -> Capabilities:
         kernel=platform.release(),
         netem=netem,
         backend="netem" if netem else "delayline",
-        tracefs=_tracefs(),
+        tracefs=ensure_tracefs(),
         default_cc=_read("net/ipv4/tcp_congestion_control"),
         available_cc=_read("net/ipv4/tcp_available_congestion_control").split(),
         allowed_cc=_read("net/ipv4/tcp_allowed_congestion_control").split(),
