@@ -358,10 +358,10 @@ class _Reasoner:
     def _telemetry(self) -> list[str]:
         tel = self.m.telemetry_summary
         out = []
-        if "sndbuf_limited_share" in tel:
-            out += self._say("telemetry-sndbuf", share=_pct(tel["sndbuf_limited_share"]))
-        if "rwnd_limited_share" in tel:
-            out += self._say("telemetry-rwnd", share=_pct(tel["rwnd_limited_share"]))
+        # ss prints a limit's time only once the kernel has counted some: no number, no sentence.
+        for key, share in (("telemetry-sndbuf", "sndbuf_limited_share"), ("telemetry-rwnd", "rwnd_limited_share")):
+            if math.isfinite(tel.get(share, math.nan)):
+                out += self._say(key, share=_pct(tel[share]))
         if math.isfinite(tel.get("cwnd_median", math.nan)):
             out += self._say("telemetry-cwnd", cwnd=f"{tel['cwnd_median']:.0f}")
         return out
