@@ -46,6 +46,14 @@ def test_bad_mode_and_profile_are_refused_by_name(dirs):
     assert info.value.name == "profile"
 
 
+def test_auto_mode_is_live_where_the_lab_can_run_else_replay(dirs, monkeypatch):
+    monkeypatch.setattr("tcplab.course.live_possible", lambda: (True, ""))
+    assert CaseLab(CASE, mode="auto", **dirs).mode == "live"
+    monkeypatch.setattr("tcplab.course.live_possible", lambda: (False, "not root"))
+    with pytest.raises(ReplayMissing):  # replay chosen, and this fixture case has no recorded data
+        CaseLab(CASE, mode="auto", **dirs)
+
+
 def test_pick_prefers_the_notebooks_value_then_the_profile(dirs):
     assert CaseLab(CASE, profile="quick", **dirs).pick(None, quick="4MB", full="22MB") == "4MB"
     assert CaseLab(CASE, profile="full", **dirs).pick(None, quick="4MB", full="22MB") == "22MB"

@@ -56,8 +56,13 @@ class CaseLab:
 
     def __init__(self, case_id: str, *, mode: str = "live", profile: str = "quick", fresh: bool = False,
                  runs_dir: str | os.PathLike | None = None, replay_dir: str | os.PathLike | None = None) -> None:
+        if mode == "auto":
+            from ..course import live_possible
+
+            # JupyterLab without root (a learner's laptop, a shared hub) falls back to replay.
+            mode = "live" if live_possible()[0] else "replay"
         if mode not in MODES:
-            raise ParameterError("mode", mode, "one of " + ", ".join(MODES))
+            raise ParameterError("mode", mode, "one of auto, " + ", ".join(MODES))
         if profile not in PROFILES:
             raise ParameterError("profile", profile, "one of " + ", ".join(PROFILES))
         self.case_id = case_id
