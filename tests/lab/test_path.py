@@ -119,6 +119,13 @@ def test_namespace_sysctls_and_route_options_are_applied(root):
         assert sysctl.read("net.ipv4.tcp_window_scaling") == "1"
 
 
+def test_side_sysctls_apply_to_one_side_only(root):
+    with Path(side_sysctls={"server": {"tcp_window_scaling": 0}}) as path:
+        assert path.server.sysctl("tcp_window_scaling") == "0"
+        assert path.client.sysctl("tcp_window_scaling") == "1"
+    assert sysctl.read("net.ipv4.tcp_window_scaling") == "1"
+
+
 def test_cc_outside_the_allowed_list_is_allowed_for_the_run_only(root):
     before = sysctl.read("net.ipv4.tcp_allowed_congestion_control")
     target = next(cc for cc in sysctl.read("net.ipv4.tcp_available_congestion_control").split()

@@ -76,6 +76,16 @@ def test_unknown_and_host_global_sysctls_are_refused():
         PathSpec(host={"tcp_rmem": "4096 131072 6291456"})
 
 
+def test_side_sysctls_are_checked_and_keyed_only_when_used():
+    with pytest.raises(ParameterError, match="client or server"):
+        PathSpec(side_sysctls={"router": {"tcp_window_scaling": 0}})
+    with pytest.raises(ParameterError, match="unknown sysctl"):
+        PathSpec(side_sysctls={"server": {"tcp_no_such_knob": 1}})
+    assert "side_sysctls" not in PathSpec(rtt="20ms").to_dict()
+    spec = PathSpec(side_sysctls={"server": {"tcp_window_scaling": 0}})
+    assert spec.to_dict()["side_sysctls"] == {"server": {"tcp_window_scaling": 0}}
+
+
 def test_rtt_splits_into_one_way_delays():
     spec = PathSpec(rtt="20ms", rate="100mbit", loss="1%")
     shapes = spec.shapes()

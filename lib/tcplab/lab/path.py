@@ -64,6 +64,9 @@ class PathSpec(Params):
     seed: int = param("int", 1, "seed of the delay line's random loss and jitter", low=0, high=2**31 - 1)
     #: Per-namespace sysctls for client and server, e.g. {"tcp_window_scaling": 0}.
     sysctls: Mapping[str, Any] = field(default_factory=dict)
+    #: Per-namespace sysctls for one side only, on top of ``sysctls``, e.g.
+    #: {"server": {"tcp_window_scaling": 0}} (keys: "client", "server").
+    side_sysctls: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: Host-global sysctls (rmem_max, wmem_max, tcp_mem) changed under a HostGuard.
     host: Mapping[str, Any] = field(default_factory=dict)
     #: Per-direction overrides; when given they replace the symmetric settings for that direction.
@@ -77,6 +80,10 @@ class PathSpec(Params):
         # Build the shapes now: their own checks (jitter ≤ delay, queue) run before any system change.
         self.shapes()
         sysctl.check_namespace_settings(self.namespace_sysctls())
+        for side, settings in self.side_sysctls.items():
+            if side not in ("client", "server"):
+                raise ParameterError("side_sysctls", side, "client or server")
+            sysctl.check_namespace_settings(dict(settings))
         for key in self.host:
             if sysctl.key_of(key) not in sysctl.HOST_GLOBAL:
                 raise ParameterError(key, self.host[key], "one of " + ", ".join(sysctl.HOST_GLOBAL),
@@ -122,6 +129,10 @@ class PathSpec(Params):
         out = super().to_dict()
         out["sysctls"] = dict(self.sysctls)
         out["host"] = dict(self.host)
+        if self.side_sysctls:  # only when used, so runs recorded before it keep their keys
+            out["side_sysctls"] = {side: dict(v) for side, v in self.side_sysctls.items()}
+        else:
+            out.pop("side_sysctls", None)
         out["shapes"] = {k: v.to_dict() for k, v in self.shapes().items()}
         return out
 
@@ -320,7 +331,8 @@ class Path:
     def _tune(self) -> None:
         settings = sysctl.check_namespace_settings(self.spec.namespace_sysctls())
         for host in (self.client, self.server):
-            sysctl.apply_in(host.ns, settings)
+            own = sysctl.check_namespace_settings(dict(self.spec.side_sysctls.get(host.name, {})))
+            sysctl.apply_in(host.ns, {**settings, **own})
 
     def _shape(self) -> None:
         self._emulator = LinkEmulator(self.router.ns, self.backend, self.spec.mtu, seed=self.spec.seed)
