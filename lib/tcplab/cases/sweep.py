@@ -1,0 +1,172 @@
+"""Sweeps: one workload over a grid of settings (RTT × buffer, loss, …), read as one tidy table.
+
+::
+
+    variants = sweep.build(dict(rtt_ms=[10, 20, 40], rmem=[65536, 262144]),
+                           lambda v: (Bulk(size=..., cc="cubic"), PathSpec(rtt=f"{v['rtt_ms']}ms", ...)),
+                           name="rmem-{rmem}-rtt-{rtt_ms}ms")
+    frame = sweep.run(lab, variants, repetitions=lab.pick(None, quick=1, full=3))
+    plots.sweep_lines(frame, x="rmem", y="steady Mbit/s", hue="rtt_ms", logx=True)
+
+Each row of the frame is one trial: the variant's grid values, its label and repetition,
+and what the capture and the application measured (see :data:`COLUMNS`). The trials
+themselves stay in ``lab.trials`` under their labels, for time-sequence plots.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import theory
+from ..units import ParameterError
+
+__all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "knee", "budget_size", "COLUMNS"]
+
+#: What :func:`measure` adds to a variant's values, per trial.
+COLUMNS = {
+    "goodput Mbit/s": "application goodput: bytes read / (last read - first write)",
+    "steady Mbit/s": "capture: how fast the ACKs advanced in the second half of the transfer",
+    "KB/s": "application goodput in kilobytes (1000 B) per second, the seeds' unit",
+    "duration s": "first write to last read",
+    "rtt ms": "round trip the capture measured (handshake)",
+    "rwnd median B": "median window the receiver advertised",
+    "rwnd max B": "largest window the receiver advertised",
+    "inflight max B": "most bytes in flight the capture saw",
+    "window scaling": "on / off, from the handshake",
+    "wscale": "the receiver's window scale shift (None when off)",
+    "mss B": "segment size",
+    "data packets": "data segments sent, retransmissions included",
+    "retransmissions": "retransmitted segments",
+    "retransmitted %": "retransmissions / data packets",
+    "timeouts": "retransmissions sent by a timer (RTO or tail-loss probe), not by duplicate ACKs",
+    "fast retransmits": "retransmissions triggered by duplicate ACKs / SACK",
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One point of a grid: its ``label``, what to run and on which path, and its ``values``."""
+
+    label: str
+    workload: Any
+    path: Any
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+def grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:
+    """Every combination of the axes' values, the first axis varying slowest."""
+    for name, values in axes.items():
+        if isinstance(values, (str, bytes)) or not len(values):
+            raise ParameterError(name, values, "a non-empty list of values")
+    names = list(axes)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
+
+
+def build(axes: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
+          make: Callable[[dict[str, Any]], tuple[Any, Any]], *, name: str | Callable[[dict[str, Any]], str]
+          ) -> list[Variant]:
+    """Variants for a grid (``axes``, see :func:`grid`) or an explicit list of points.
+
+    ``make(values)`` returns ``(workload, path)``; ``name`` is a format string over the
+    values (``"rtt-{rtt_ms}ms"``) or a function of them; labels must be unique.
+    """
+    points = grid(**axes) if isinstance(axes, Mapping) else [dict(p) for p in axes]
+    out: list[Variant] = []
+    for values in points:
+        label = name.format(**values) if isinstance(name, str) else name(values)
+        workload, path = make(values)
+        out.append(Variant(label, workload, path, values))
+    labels = [v.label for v in out]
+    if len(set(labels)) != len(labels):
+        twice = sorted({x for x in labels if labels.count(x) > 1})
+        raise ParameterError("name", name, "a label that differs for every point", f"repeated: {', '.join(twice)}")
+    return out
+
+
+def steady_goodput(metrics: Any, *, after: float = 0.5) -> float:
+    """Delivered bit/s once past the ramp: the mean of the capture's per-round-trip delivery
+    rate over the bins after ``after`` of the transfer, the last (partial) bin left out."""
+    if not 0 <= after < 1:
+        raise ParameterError("after", after, "a share from 0 to below 1")
+    bins = metrics.throughput
+    if bins is None or bins.empty:
+        return math.nan
+    full = bins.iloc[:-1] if len(bins) > 1 else bins
+    start = float(full["time"].iloc[0])
+    span = float(full["time"].iloc[-1]) + metrics.bin_s - start
+    late = full.loc[full["time"] >= start + after * span]
+    if late.empty:
+        late = full.iloc[-1:]
+    return float(late["delivered_bps"].mean())
+
+
+def measure(trial: Any) -> dict[str, Any]:
+    """The numbers a sweep compares, for one trial (keys: :data:`COLUMNS`)."""
+    m = trial.metrics
+    packets = int(m.data_packets)
+    return {
+        "goodput Mbit/s": trial.goodput_bps / 1e6,
+        "steady Mbit/s": steady_goodput(m) / 1e6,
+        "KB/s": trial.goodput_bps / 8e3,
+        "duration s": trial.duration_s,
+        "rtt ms": 1e3 * m.rtt_s,
+        "rwnd median B": m.rwnd_median_bytes,
+        "rwnd max B": m.rwnd_max_bytes,
+        "inflight max B": m.inflight_max_bytes,
+        "window scaling": m.window_scaling,
+        "wscale": m.receiver_wscale,
+        "mss B": m.mss,
+        "data packets": packets,
+        "retransmissions": int(m.retransmissions),
+        "retransmitted %": 100 * m.retransmissions / packets if packets else math.nan,
+        "timeouts": int(m.timeouts),
+        "fast retransmits": int(m.fast_retransmissions),
+    }
+
+
+def run(lab: Any, variants: Sequence[Variant], *, repetitions: int = 1,
+        observe: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Run (or replay) every variant ``repetitions`` times through ``lab``; one row per trial.
+
+    With one repetition a variant keeps its own label; with more, its trials are
+    ``label#1`` … (as :meth:`CaseLab.repeat` names them).
+    """
+    if not isinstance(repetitions, int) or repetitions < 1:
+        raise ParameterError("repetitions", repetitions, "a whole number ≥ 1")
+    rows = []
+    for variant in variants:
+        if repetitions == 1:
+            trials = [lab.run(variant.label, variant.workload, path=variant.path, observe=observe)]
+        else:
+            trials = lab.repeat(variant.label, variant.workload, path=variant.path, times=repetitions,
+                                observe=observe)
+        for rep, trial in enumerate(trials, 1):
+            rows.append({**variant.values, "variant": variant.label, "repetition": rep, "trial": trial.label,
+                         **measure(trial)})
+    return pd.DataFrame(rows)
+
+
+def knee(frame: pd.DataFrame, x: str, y: str, threshold: float) -> Any:
+    """The smallest ``x`` whose mean ``y`` reaches ``threshold`` (None if none does)."""
+    means = frame.groupby(x)[y].mean().sort_index()
+    reached = means[means >= threshold]
+    return None if reached.empty else reached.index[0]
+
+
+def budget_size(seconds: float, rtt_s: float, rate_bps: float, *, window: float | None = None,
+                floor: int = 16 * 1024, ceiling: int = 64 * 1024**2) -> int:
+    """Bytes that take about ``seconds`` at the speed theory expects (``window`` per round
+    trip, at most the line rate), in whole KiB within [floor, ceiling]: a time-bounded
+    transfer whose size is still a fixed parameter (so replay can match it)."""
+    if not seconds > 0:
+        raise ParameterError("seconds", seconds, "a duration above 0 s")
+    speed = theory.max_goodput(rate_bps) if window is None else theory.window_limited_throughput(
+        window, rtt_s, theory.max_goodput(rate_bps))
+    size = int(np.ceil(speed / 8 * seconds / 1024)) * 1024
+    return int(min(max(size, floor), ceiling))

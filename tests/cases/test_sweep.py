@@ -1,0 +1,113 @@
+"""Sweeps: grids, labels, the tidy frame, the steady rate, the knee and transfer budgets."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from tcplab.cases import CaseLab, sweep
+from tcplab.lab import PathSpec
+from tcplab.traffic import Bulk
+from tcplab.units import ParameterError
+
+
+def test_grid_varies_the_first_axis_slowest():
+    assert sweep.grid(rtt=[10, 20], buf=["a", "b"]) == [
+        {"rtt": 10, "buf": "a"}, {"rtt": 10, "buf": "b"}, {"rtt": 20, "buf": "a"}, {"rtt": 20, "buf": "b"}]
+    with pytest.raises(ParameterError):
+        sweep.grid(rtt=[])
+    with pytest.raises(ParameterError):
+        sweep.grid(rtt="20ms")
+
+
+def test_build_labels_points_and_refuses_repeated_labels():
+    make = lambda v: (Bulk(size="64KB"), PathSpec(rtt=f"{v['rtt']}ms"))  # noqa: E731
+    variants = sweep.build(dict(rtt=[10, 20]), make, name="rtt-{rtt}ms")
+    assert [v.label for v in variants] == ["rtt-10ms", "rtt-20ms"]
+    assert variants[1].path.rtt == pytest.approx(0.02) and variants[1].values == {"rtt": 20}
+    explicit = sweep.build([{"rtt": 2, "loss": 1}], make, name=lambda v: f"loss-{v['loss']}")
+    assert explicit[0].label == "loss-1"
+    with pytest.raises(ParameterError, match="repeated"):
+        sweep.build(dict(rtt=[10, 20]), make, name="same")
+
+
+def _metrics(delivered, bin_s=0.1):
+    bins = pd.DataFrame({"time": [bin_s * i for i in range(len(delivered))], "delivered_bps": delivered})
+    return SimpleNamespace(throughput=bins, bin_s=bin_s, rtt_s=0.02, rwnd_median_bytes=1536.0,
+                           rwnd_max_bytes=2048.0, inflight_max_bytes=1536.0, window_scaling="on",
+                           receiver_wscale=7, mss=768, data_packets=200, retransmissions=4, timeouts=3,
+                           fast_retransmissions=1)
+
+
+def test_steady_goodput_skips_the_ramp_and_the_partial_last_bin():
+    # ramp 10, 50; then 90, 90, 90, 90; last bin partial (5)
+    m = _metrics([10, 50, 90, 90, 90, 90, 5])
+    assert sweep.steady_goodput(m) == pytest.approx(90)
+    assert sweep.steady_goodput(m, after=0.0) == pytest.approx((10 + 50 + 4 * 90) / 6)
+    assert math.isnan(sweep.steady_goodput(_metrics([])))
+    with pytest.raises(ParameterError):
+        sweep.steady_goodput(m, after=1.0)
+
+
+class _FakeLab:
+    def __init__(self):
+        self.calls = []
+
+    def _trial(self, label, goodput):
+        return SimpleNamespace(label=label, goodput_bps=goodput, duration_s=1.0, metrics=_metrics([8e6] * 4))
+
+    def run(self, label, workload, *, path, observe=None):
+        self.calls.append(label)
+        return self._trial(label, 8e6)
+
+    def repeat(self, label, workload, *, path, times, observe=None):
+        return [self.run(f"{label}#{i}", workload, path=path, observe=observe) for i in range(1, times + 1)]
+
+
+def test_run_gives_one_tidy_row_per_trial():
+    lab = _FakeLab()
+    variants = sweep.build(dict(rtt=[10, 20]), lambda v: (None, None), name="r{rtt}")
+    frame = sweep.run(lab, variants, repetitions=2)
+    assert lab.calls == ["r10#1", "r10#2", "r20#1", "r20#2"]
+    assert list(frame["rtt"]) == [10, 10, 20, 20] and list(frame["repetition"]) == [1, 2, 1, 2]
+    row = frame.iloc[0]
+    assert row["goodput Mbit/s"] == pytest.approx(8) and row["KB/s"] == pytest.approx(1000)
+    assert row["retransmitted %"] == pytest.approx(2) and row["rtt ms"] == pytest.approx(20)
+    assert set(sweep.COLUMNS) <= set(frame.columns)
+    single = sweep.run(_FakeLab(), variants)
+    assert list(single["trial"]) == ["r10", "r20"]
+    with pytest.raises(ParameterError):
+        sweep.run(lab, variants, repetitions=0)
+
+
+def test_knee_is_the_first_x_whose_mean_reaches_the_threshold():
+    frame = pd.DataFrame({"buf": [1, 1, 2, 2, 4, 4], "y": [10, 20, 70, 100, 90, 95]})
+    assert sweep.knee(frame, "buf", "y", 80) == 2  # mean 85
+    assert sweep.knee(frame, "buf", "y", 99) is None
+
+
+def test_budget_size_follows_the_expected_speed():
+    # 1536 B per 20 ms = 76.8 KB/s: 2 s is 153 600 B = 150 KiB
+    assert sweep.budget_size(2, 0.02, 100e6, window=1536) == 150 * 1024
+    # no window: the line's goodput (95.6 % of 100 Mbit/s), 1 s ≈ 11.7 MiB
+    assert sweep.budget_size(1, 0.02, 100e6) == pytest.approx(100e6 * 1448 / 1514 / 8, rel=0.01)
+    assert sweep.budget_size(0.001, 0.1, 100e6, window=1536) == 16 * 1024  # the floor
+    with pytest.raises(ParameterError):
+        sweep.budget_size(0, 0.02, 100e6)
+
+
+def test_a_small_sweep_on_the_real_kernel(root, tmp_path):
+    """Two RTTs with a pinned 4 KB buffer: the slower path is slower, and the frame says why."""
+    lab = CaseLab("97-sweep-fixture", runs_dir=tmp_path / "runs", replay_dir=tmp_path / "replay")
+    four = {"tcp_rmem": "4096 4096 4096", "tcp_wmem": "4096 4096 4096"}
+    variants = sweep.build(
+        dict(rtt=[5, 20]),
+        lambda v: (Bulk(size="48KB", cc="cubic"), PathSpec(rtt=f"{v['rtt']}ms", rate="100mbit", sysctls=four)),
+        name="rtt-{rtt}ms")
+    frame = sweep.run(lab, variants, observe=dict(tracepoints=False)).set_index("rtt")
+    assert frame.loc[20, "goodput Mbit/s"] < frame.loc[5, "goodput Mbit/s"] / 2
+    assert frame.loc[20, "rwnd max B"] < 4096
+    assert list(frame["window scaling"]) == ["on", "on"]
