@@ -18,6 +18,7 @@ from common import save, table
 
 from tcplab.experiment import Experiment
 from tcplab.lab import Path
+from tcplab.lab.state import exclusive_measurement
 from tcplab.observe import ObserveSpec
 from tcplab.traffic import WORKLOADS
 
@@ -85,4 +86,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # A benchmark shares the machine with nobody: other tcplab measurements wait their turn.
+    with exclusive_measurement(lambda: print("waiting for another tcplab measurement to finish", flush=True)):
+        sys.exit(main())

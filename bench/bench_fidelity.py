@@ -14,6 +14,7 @@ import sys
 
 from common import save, table
 
+from tcplab.lab.state import exclusive_measurement
 from tcplab.lab import Path, fidelity
 from tcplab.lab.link import netem_available
 
@@ -96,4 +97,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # A benchmark shares the machine with nobody: other tcplab measurements wait their turn.
+    with exclusive_measurement(lambda: print("waiting for another tcplab measurement to finish", flush=True)):
+        sys.exit(main())
