@@ -14,9 +14,9 @@ import sys
 
 from common import save, table
 
-from tcplab.lab.state import exclusive_measurement
 from tcplab.lab import Path, fidelity
 from tcplab.lab.link import netem_available
+from tcplab.lab.state import exclusive_measurement
 
 TCP_SHARE = 1448 / 1514  # the most TCP payload a 1514-byte frame can carry
 
