@@ -36,7 +36,7 @@ def test_build_labels_points_and_refuses_repeated_labels():
 
 def _metrics(delivered, bin_s=0.1):
     bins = pd.DataFrame({"time": [bin_s * i for i in range(len(delivered))], "delivered_bps": delivered})
-    return SimpleNamespace(throughput=bins, bin_s=bin_s, rtt_s=0.02, rwnd_median_bytes=1536.0,
+    return SimpleNamespace(throughput=bins, bin_s=bin_s, flow=0, data_dir=1, rtt_s=0.02, rwnd_median_bytes=1536.0,
                            rwnd_max_bytes=2048.0, inflight_max_bytes=1536.0, window_scaling="on",
                            receiver_wscale=7, mss=768, data_packets=200, retransmissions=4, timeouts=3,
                            fast_retransmissions=1)
@@ -57,7 +57,9 @@ class _FakeLab:
         self.calls = []
 
     def _trial(self, label, goodput):
-        return SimpleNamespace(label=label, goodput_bps=goodput, duration_s=1.0, metrics=_metrics([8e6] * 4))
+        packets = pd.DataFrame({"flow": [0, 0, 0, 0], "dir": [0, 1, 1, 1], "len": [0, 768, 768, 100]})
+        return SimpleNamespace(label=label, goodput_bps=goodput, duration_s=1.0, metrics=_metrics([8e6] * 4),
+                               packets=SimpleNamespace(packets=packets))
 
     def run(self, label, workload, *, path, observe=None):
         self.calls.append(label)
@@ -76,6 +78,7 @@ def test_run_gives_one_tidy_row_per_trial():
     row = frame.iloc[0]
     assert row["goodput Mbit/s"] == pytest.approx(8) and row["KB/s"] == pytest.approx(1000)
     assert row["retransmitted %"] == pytest.approx(2) and row["rtt ms"] == pytest.approx(20)
+    assert row["segment B"] == 768  # data direction only, ACKs left out
     assert set(sweep.COLUMNS) <= set(frame.columns)
     single = sweep.run(_FakeLab(), variants)
     assert list(single["trial"]) == ["r10", "r20"]
@@ -110,4 +113,5 @@ def test_a_small_sweep_on_the_real_kernel(root, tmp_path):
     frame = sweep.run(lab, variants, observe=dict(tracepoints=False)).set_index("rtt")
     assert frame.loc[20, "goodput Mbit/s"] < frame.loc[5, "goodput Mbit/s"] / 2
     assert frame.loc[20, "rwnd max B"] < 4096
+    assert frame.loc[20, "segment B"] <= frame.loc[20, "rwnd max B"]
     assert list(frame["window scaling"]) == ["on", "on"]

@@ -26,7 +26,7 @@ import pandas as pd
 from ..analysis import theory
 from ..units import ParameterError
 
-__all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "knee", "budget_size", "COLUMNS"]
+__all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "segment_size", "knee", "budget_size", "COLUMNS"]
 
 #: What :func:`measure` adds to a variant's values, per trial.
 COLUMNS = {
@@ -40,7 +40,8 @@ COLUMNS = {
     "inflight max B": "most bytes in flight the capture saw",
     "window scaling": "on / off, from the handshake",
     "wscale": "the receiver's window scale shift (None when off)",
-    "mss B": "segment size",
+    "mss B": "segment size the receiver announced in its handshake",
+    "segment B": "median payload of the data segments really sent",
     "data packets": "data segments sent, retransmissions included",
     "retransmissions": "retransmitted segments",
     "retransmitted %": "retransmissions / data packets",
@@ -106,6 +107,16 @@ def steady_goodput(metrics: Any, *, after: float = 0.5) -> float:
     return float(late["delivered_bps"].mean())
 
 
+def segment_size(trial: Any) -> float:
+    """Median payload bytes of the data direction's segments (NaN without packets)."""
+    m = trial.metrics
+    packets = getattr(getattr(trial, "packets", None), "packets", None)
+    if packets is None:
+        return math.nan
+    data = packets.loc[(packets["flow"] == m.flow) & (packets["dir"] == m.data_dir) & (packets["len"] > 0), "len"]
+    return float(data.median()) if len(data) else math.nan
+
+
 def measure(trial: Any) -> dict[str, Any]:
     """The numbers a sweep compares, for one trial (keys: :data:`COLUMNS`)."""
     m = trial.metrics
@@ -122,6 +133,7 @@ def measure(trial: Any) -> dict[str, Any]:
         "window scaling": m.window_scaling,
         "wscale": m.receiver_wscale,
         "mss B": m.mss,
+        "segment B": segment_size(trial),
         "data packets": packets,
         "retransmissions": int(m.retransmissions),
         "retransmitted %": 100 * m.retransmissions / packets if packets else math.nan,
