@@ -1,0 +1,56 @@
+"""Window scaling (RFC 7323) as a case reads it: what each end offered in the handshake, and
+the scale Linux would choose from its buffer limits."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pandas as pd
+
+__all__ = ["TCP_MAX_WSCALE", "UNSCALED_MAX", "initial_wscale", "handshake", "handshakes"]
+
+#: The largest shift RFC 7323 allows (include/net/tcp.h: TCP_MAX_WSCALE).
+TCP_MAX_WSCALE = 14
+#: The 16-bit window field: the most a receiver can offer without scaling.
+UNSCALED_MAX = 65535
+
+
+def initial_wscale(tcp_rmem_max: int, rmem_max: int) -> int:
+    """The shift Linux offers in its SYN or SYN-ACK.
+
+    ``tcp_select_initial_window`` (net/ipv4/tcp_output.c) sizes the scale for the largest
+    buffer the socket could ever get, ``max(tcp_rmem[2], net.core.rmem_max)``, so that the
+    window field can express it: ``ilog2(space) - 15``, clamped to 0..14.
+    """
+    space = max(int(tcp_rmem_max), int(rmem_max))
+    if space <= 0:
+        raise ValueError(f"buffer limits must be positive, got {tcp_rmem_max} and {rmem_max}")
+    return max(0, min(TCP_MAX_WSCALE, space.bit_length() - 1 - 15))
+
+
+def _offered(value: Any) -> int | None:
+    return None if value is None or pd.isna(value) or int(value) < 0 else int(value)
+
+
+def handshake(trial: Any) -> dict[str, Any]:
+    """What the SYN and SYN-ACK of the trial's main flow carried, and what the kernels
+    predicted from their recorded buffer limits (None where a side had scaling off)."""
+    flows = trial.packets.flows
+    row = flows.loc[flows["flow"] == trial.metrics.flow].iloc[0]
+    sysctls = getattr(trial.run, "sysctls", {})
+    sysctls = sysctls() if callable(sysctls) else sysctls
+    out: dict[str, Any] = {"variant": trial.label}
+    for side in ("client", "server"):
+        own = sysctls.get(side, {})
+        out[f"{side} offered wscale"] = _offered(row[f"wscale_{side}"])
+        predicted = None
+        if own.get("net.ipv4.tcp_window_scaling", "1") != "0" and "net.ipv4.tcp_rmem" in own:
+            predicted = initial_wscale(int(own["net.ipv4.tcp_rmem"].split()[2]), int(own["net.core.rmem_max"]))
+        out[f"{side} predicted wscale"] = predicted
+    out["window scaling"] = str(row["window_scaling"])
+    return out
+
+
+def handshakes(trials: Iterable[Any]) -> pd.DataFrame:
+    """:func:`handshake` of several trials, one row each."""
+    return pd.DataFrame([handshake(t) for t in trials]).set_index("variant")
