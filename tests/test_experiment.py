@@ -40,6 +40,9 @@ def test_slow_reader_shows_zero_window_and_a_full_receive_queue(root, tmp_path):
     assert env["backend"] == "delayline" or env["backend"] == "netem"
     assert set(env["cc"]) == {"client", "server"} and env["tools"]["tcpdump"]
     assert set(run.sysctls) == {"client", "router", "server"}
+    # nstat counters the run moved: the reader's TCP announced the closed window and its reopening.
+    assert run.counters["client"]["TcpExtTCPToZeroWindowAdv"] >= 1
+    assert run.counters["client"]["TcpExtTCPFromZeroWindowAdv"] >= 1
 
 
 @pytest.mark.kernel

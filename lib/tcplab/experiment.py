@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from .lab import Path, PathSpec
 from .observe import Capture, ObserveSpec, SsSampler, Tracepoints, points_for
+from .observe.counters import counter_delta, counters_in
 from .runs import FAILED, Run, RunWriter, environment, find_run, key_of
 from .units import ParameterError, format_duration, format_rate, format_size
 
@@ -119,6 +120,11 @@ class Experiment:
 
         spec, port = self.observe, self.workload.port
         with contextlib.ExitStack() as stack:
+            # The namespaces' TCP counters (nstat), read again last, once everything has stopped.
+            hosts = {h.name: h.ns for h in (self.path.client, self.path.server)}
+            before = {name: counters_in(ns) for name, ns in hosts.items()}
+            stack.callback(lambda: observed.__setitem__("counters", {
+                name: counter_delta(before[name], counters_in(ns)) for name, ns in hosts.items()}))
             if spec.tracepoints:
                 observed["trace"] = stack.enter_context(Tracepoints(port))
             if spec.capture != "none":
@@ -150,6 +156,8 @@ class Experiment:
             writer.write_table("telemetry.parquet", sampler.frame())
             writer.observe["telemetry"] = {"tool": "ss", "samples": sampler.sample_count,
                                            "interval_s": sampler.interval, "errors": sampler.errors}
+        if (counters := observed.get("counters")) is not None:
+            writer.write_json("counters.json", counters)
         if (tracer := observed.get("trace")) is not None:
             writer.write_table("trace.parquet", tracer.frame())
             writer.observe["trace"] = tracer.summary()

@@ -203,6 +203,12 @@ class Run:
         return self._table("trace.parquet")
 
     @cached_property
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Per host, the nstat counters (TcpExtTCPToZeroWindowAdv, …) the run moved, by how much."""
+        path = self.dir / "counters.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    @cached_property
     def sysctls(self) -> dict[str, dict[str, str]]:
         path = self.dir / "sysctl.json"
         return json.loads(path.read_text()) if path.exists() else {}

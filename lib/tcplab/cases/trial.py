@@ -77,6 +77,10 @@ class Trial:
         """What ``side``'s program read back with getsockopt: sndbuf, rcvbuf, cc, mss, …"""
         return dict((self.app.sockets or {}).get(side, {}))
 
+    def counters(self, side: str) -> dict[str, int]:
+        """How much the run moved ``side``'s nstat counters ({"TcpExtDelayedACKs": 12, …})."""
+        return dict(self.run.counters.get(side, {}))
+
     @property
     def backend(self) -> str | None:
         return self.run.environment.get("backend")
