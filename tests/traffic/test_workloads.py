@@ -103,6 +103,8 @@ def test_slow_reader_stalls_for_its_pause(path, tmp_path):
     result = WORKLOADS["slowreader"](size="256KB", pause_after="64KB", pause_for="500ms").run(path, tmp_path)
     assert result.bytes == 262144
     assert result.duration >= 0.5
+    (stopped, resumed), = result.extra["sides"]["client"]["extra"]["pauses"]  # when the reader stopped, resumed
+    assert 0.5 <= resumed - stopped < 0.6 and result.start <= stopped
 
 
 def test_rate_limited_reader_reads_near_its_rate(path, tmp_path):

@@ -56,7 +56,9 @@ def receive(sock: socket.socket, pacing: Pacing, report: SideReport, limit: int 
         began = now if began is None else began
         if pacing.pause_after is not None and not paused and got >= pacing.pause_after:
             paused = True
+            stopped = time.time()
             time.sleep(pacing.pause_for)
+            report.extra.setdefault("pauses", []).append([stopped, time.time()])  # when reading stopped, resumed
             began += pacing.pause_for  # the rate applies to reading time, not to the pause
         if pacing.read_rate:
             due = began + got / pacing.read_rate
