@@ -1,0 +1,76 @@
+"""Application rate limiting (case 10): the shape a throttled reader gives the wire.
+
+Rates here are in **bytes per second** (what ``curl --limit-rate`` and a pacing reader are
+given), unlike the rest of the library's bit/s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import plots
+
+__all__ = ["wire_rate", "shape", "receiver_window", "data_segments", "recv_queue_peak", "summary"]
+
+
+def wire_rate(trial: Any, bin_s: float = 0.1) -> pd.Series:
+    """New payload on the wire per ``bin_s`` bin, in bytes per second, indexed by time (s)."""
+    return plots.goodput_series(trial.packets, bin_s=bin_s) / 8
+
+
+def shape(trial: Any, *, bin_s: float = 0.1) -> dict[str, float]:
+    """How the application's average rate was delivered on the wire.
+
+    ``app_rate``: bytes the application read / its reading time (first to last read);
+    ``peak``: the busiest ``bin_s`` bin on the wire; ``peak_over_app``: peak / app_rate
+    (1 = perfectly smooth, large = bursts); ``busy_share``: the share of the application's
+    reading time in which any new data crossed the wire.
+    """
+    series = wire_rate(trial, bin_s)
+    app_rate = trial.goodput_bps / 8
+    reading_bins = max(trial.duration_s / bin_s, 1.0)
+    return {
+        "app_rate": app_rate,
+        "wire_time": float(len(series) * bin_s),
+        "peak": float(series.max()),
+        "peak_over_app": float(series.max() / app_rate),
+        "busy_share": float(min((series > 0).sum() / reading_bins, 1.0)),
+    }
+
+
+def receiver_window(trial: Any) -> pd.DataFrame:
+    """The window the receiver advertised in each of its ACKs (bytes, scaled), with time."""
+    view, _, direction = plots.flow_view(trial.packets)
+    acks = view[(view["dir"] != direction) & view["f_ack"] & (view["win"] >= 0) & ~view["f_syn"]]
+    return acks[["rel_time", "win"]].reset_index(drop=True)
+
+
+def data_segments(trial: Any) -> pd.Series:
+    """Payload sizes (bytes) of the data segments the sender put on the wire."""
+    view, _, direction = plots.flow_view(trial.packets)
+    return view.loc[(view["dir"] == direction) & (view["len"] > 0), "len"].reset_index(drop=True)
+
+
+def recv_queue_peak(trial: Any, side: str = "client") -> float:
+    """The most unread data (``ss`` Recv-Q) the receiving socket held, in bytes."""
+    tel = trial.telemetry
+    rows = tel[(tel["side"] == side) & tel["state"].isin(["ESTAB", "CLOSE-WAIT"])]
+    return float(rows["recv_q"].max()) if len(rows) else float("nan")
+
+
+def summary(trials: list[Any], *, bin_s: float = 0.1) -> pd.DataFrame:
+    """One row per trial: application rate, wire peak, burstiness, window and segment sizes."""
+    rows = []
+    for t in trials:
+        s = shape(t, bin_s=bin_s)
+        win = receiver_window(t)["win"]
+        seg = data_segments(t)
+        rows.append({"variant": t.label, "app rate B/s": s["app_rate"], "wire peak B/s": s["peak"],
+                     "peak / app rate": s["peak_over_app"], "busy share": s["busy_share"],
+                     "window min B": float(win.min()), "window max B": float(win.max()),
+                     "zero windows": int((win == 0).sum()), "median segment B": float(np.median(seg)),
+                     "Recv-Q peak B": recv_queue_peak(t)})
+    return pd.DataFrame(rows).set_index("variant")

@@ -1,0 +1,120 @@
+"""Reading ``ss -tinm`` field by field (case 11): pick representative samples of a run's
+telemetry and check the fields against what the run's settings predict.
+
+The telemetry table is :mod:`tcplab.observe.ss`'s: one row per socket per sample, times in
+seconds, sizes in bytes, rates in bit/s.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["FIELDS", "established", "representative", "field_table", "send_rate_error",
+           "payload_over_charged", "limited_share", "predicted_wscale"]
+
+#: The fields a field-by-field table shows, in ss's order: (column, label as ss prints it).
+FIELDS = (
+    ("recv_q", "Recv-Q"), ("send_q", "Send-Q"),
+    ("skmem_r", "skmem r"), ("skmem_rb", "skmem rb"), ("skmem_t", "skmem t"), ("skmem_tb", "skmem tb"),
+    ("skmem_f", "skmem f"), ("skmem_w", "skmem w"), ("skmem_o", "skmem o"), ("skmem_bl", "skmem bl"),
+    ("skmem_d", "skmem d"),
+    ("cc", "cc"), ("wscale_snd", "wscale (snd)"), ("wscale_rcv", "wscale (rcv)"),
+    ("rto", "rto"), ("rtt", "rtt (srtt)"), ("rttvar", "rttvar"), ("ato", "ato"), ("minrtt", "minrtt"),
+    ("mss", "mss"), ("advmss", "advmss"), ("rcvmss", "rcvmss"), ("pmtu", "pmtu"),
+    ("cwnd", "cwnd"), ("ssthresh", "ssthresh"), ("unacked", "unacked"), ("retrans", "retrans"),
+    ("send_rate", "send"), ("pacing_rate", "pacing_rate"), ("delivery_rate", "delivery_rate"),
+    ("app_limited", "app_limited"), ("busy_s", "busy"), ("rwnd_limited_s", "rwnd_limited"),
+    ("sndbuf_limited_s", "sndbuf_limited"), ("notsent", "notsent"),
+    ("rcv_space", "rcv_space"), ("rcv_ssthresh", "rcv_ssthresh"), ("snd_wnd", "snd_wnd"),
+)
+_SECONDS = {"rto", "rtt", "rttvar", "ato", "minrtt", "busy_s", "rwnd_limited_s", "sndbuf_limited_s"}
+
+
+def established(telemetry: pd.DataFrame, side: str) -> pd.DataFrame:
+    """``side``'s samples of its established connection (the listener and handshake left out)."""
+    rows = telemetry[(telemetry["side"] == side) & (telemetry["state"] == "ESTAB")]
+    return rows.sort_values("time").reset_index(drop=True)
+
+
+def representative(telemetry: pd.DataFrame, side: str) -> pd.Series:
+    """One sample from the middle of the transfer: among ``side``'s established samples while
+    data was still moving (something queued, or in flight, or unread), the one nearest the
+    middle in time. Falls back to the middle sample when none was caught moving."""
+    rows = established(telemetry, side)
+    if rows.empty:
+        raise ValueError(f"no established samples of the {side}")
+    moving = rows[(rows["send_q"] > 0) | (rows["recv_q"] > 0) | (rows["unacked"].fillna(0) > 0)]
+    pool = moving if len(moving) else rows
+    middle = pool["time"].min() + (pool["time"].max() - pool["time"].min()) / 2
+    return pool.iloc[int((pool["time"] - middle).abs().to_numpy().argmin())]
+
+
+def _shown(column: str, value: Any) -> Any:
+    if isinstance(value, (bool, np.bool_)) or value is None or isinstance(value, str):
+        return value
+    if pd.isna(value):
+        return "—"
+    if column in _SECONDS:
+        return f"{value * 1e3:.3f} ms"
+    if column in ("send_rate", "pacing_rate", "delivery_rate"):
+        return f"{value / 1e6:.2f} Mbit/s"
+    return int(value) if float(value).is_integer() else value
+
+
+def field_table(samples: Mapping[str, pd.Series], predictions: Mapping[str, Mapping[str, Any]] | None = None,
+                ) -> pd.DataFrame:
+    """Fields as rows, one column per named sample (``{"autotuned · server": row, …}``), plus
+    a "predicted" column per sample where ``predictions[name][column]`` says what to expect."""
+    predictions = predictions or {}
+    table = {}
+    for name, row in samples.items():
+        table[name] = [_shown(column, row.get(column)) for column, _ in FIELDS]
+        if name in predictions:
+            table[f"{name}: predicted"] = [predictions[name].get(column, "") for column, _ in FIELDS]
+    return pd.DataFrame(table, index=pd.Index([label for _, label in FIELDS], name="field"))
+
+
+def send_rate_error(telemetry: pd.DataFrame) -> pd.Series:
+    """Per sample, |send − cwnd × mss × 8 / srtt| / (cwnd × mss × 8 / srtt): how far ss's
+    "send" is from the formula (established samples that have an srtt)."""
+    rows = telemetry[(telemetry["state"] == "ESTAB") & telemetry["rtt"].gt(0) & telemetry["send_rate"].notna()]
+    formula = rows["cwnd"] * rows["mss"] * 8 / rows["rtt"]
+    return ((rows["send_rate"] - formula).abs() / formula).rename("send_rate_error")
+
+
+def payload_over_charged(telemetry: pd.DataFrame) -> pd.DataFrame:
+    """Per established sample: Recv-Q / r and Send-Q / w, the payload share of the charged
+    memory (NaN where the charged memory is zero)."""
+    rows = telemetry[telemetry["state"] == "ESTAB"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recv = rows["recv_q"] / rows["skmem_r"].where(rows["skmem_r"] > 0)
+        send = rows["send_q"] / rows["skmem_w"].where(rows["skmem_w"] > 0)
+    return pd.DataFrame({"side": rows["side"], "recv_q/r": recv, "send_q/w": send})
+
+
+def limited_share(telemetry: pd.DataFrame, side: str) -> dict[str, float]:
+    """The kernel's own verdict at the last sample: the shares of busy time that the
+    connection was limited by the receive window and by the send buffer (0 when absent)."""
+    rows = established(telemetry, side).dropna(subset=["busy_s"])
+    if rows.empty:
+        return {"busy_s": float("nan"), "rwnd_limited": float("nan"), "sndbuf_limited": float("nan")}
+    last = rows.iloc[-1]
+    busy = float(last["busy_s"])
+    share = lambda column: float(np.nan_to_num(last[column])) / busy if busy > 0 else float("nan")  # noqa: E731
+    return {"busy_s": busy, "rwnd_limited": share("rwnd_limited_s"), "sndbuf_limited": share("sndbuf_limited_s")}
+
+
+def predicted_wscale(space: int) -> int:
+    """The window scale a socket offers in its SYN for a receive space of ``space`` bytes:
+    the smallest shift that brings the space under 65 535 (at most 14), as the kernel's
+    ``tcp_select_initial_window`` does. An autotuned socket's space is the larger of
+    ``tcp_rmem[2]`` and ``rmem_max``; one with SO_RCVBUF set before connect offers only the
+    window its fixed buffer allows."""
+    shift = 0
+    while space > 0xFFFF and shift < 14:
+        space >>= 1
+        shift += 1
+    return shift

@@ -1,0 +1,55 @@
+"""pacing on synthetic packet tables: a smooth trickle and a burst with the same average."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tcplab.cases import pacing
+
+
+@dataclass
+class FakeTrial:
+    label: str
+    packets: pd.DataFrame
+    goodput_bps: float
+    duration_s: float
+    telemetry: pd.DataFrame
+
+
+def _packets(times, sizes, windows):
+    data = pd.DataFrame({"rel_time": times, "len": sizes, "dir": 1, "f_ack": True, "f_syn": False, "win": 0})
+    acks = pd.DataFrame({"rel_time": np.asarray(times) + 0.01, "len": 0, "dir": 0, "f_ack": True, "f_syn": False,
+                         "win": windows})
+    frame = pd.concat([data, acks]).sort_values("rel_time", kind="stable").reset_index(drop=True)
+    frame["flow"] = 0
+    frame["time"] = frame["rel_time"] + 1000.0
+    return frame
+
+
+def _telemetry(recv_q):
+    return pd.DataFrame({"side": "client", "state": "ESTAB", "recv_q": recv_q})
+
+
+def test_trickle_is_smooth_and_small():
+    times = np.arange(0, 5, 0.025)                      # 40 segments/s of 512 B = 20 480 B/s
+    trial = FakeTrial("trickle", _packets(times, 512, 1152), 20480 * 8, 5.0, _telemetry([0, 512]))
+    shape = pacing.shape(trial)
+    assert shape["peak_over_app"] == pytest.approx(1.0, abs=0.1)
+    assert shape["busy_share"] == pytest.approx(1.0, abs=0.05)
+    assert pacing.receiver_window(trial)["win"].max() == 1152
+    assert pacing.data_segments(trial).median() == 512
+    assert pacing.recv_queue_peak(trial) == 512
+
+
+def test_one_burst_is_bursty():
+    times = np.linspace(0, 0.05, 71)                    # 71 x 1448 B in 50 ms, read over 5 s
+    trial = FakeTrial("burst", _packets(times, 1448, [0] + [65536] * 70), 20563 * 8, 5.0,
+                      _telemetry([0, 100000]))
+    shape = pacing.shape(trial)
+    assert shape["peak_over_app"] > 10 and shape["busy_share"] < 0.05
+    table = pacing.summary([trial])
+    assert table.loc["burst", "zero windows"] == 1 and table.loc["burst", "Recv-Q peak B"] == 100000

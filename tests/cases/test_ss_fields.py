@@ -1,0 +1,67 @@
+"""ss_fields on a literal ss sample and a small synthetic telemetry table."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tcplab.cases import ss_fields
+from tcplab.observe.ss import frame, parse_ss
+
+LINE = ("ESTAB 0 65536 10.201.2.2:5001 10.201.1.2:40000 skmem:(r0,rb131072,t0,tb32768,f3200,w70528,o0,bl0,d0) "
+        "cubic wscale:10,10 rto:224 rtt:23.266/1.506 mss:1448 pmtu:1500 rcvmss:536 advmss:1448 cwnd:40 "
+        "send 19.9Mbps pacing_rate 23.9Mbps delivery_rate 15Mbps busy:400ms unacked:20 rcv_space:14480 "
+        "rcv_ssthresh:64088 minrtt:19.993 snd_wnd:1000000")
+
+
+def _table():
+    rows = []
+    for i, (sendq, recvq, state) in enumerate([(0, 0, "SYN-SENT"), (65536, 0, "ESTAB"), (65536, 0, "ESTAB"),
+                                                (0, 0, "ESTAB")]):
+        (row,) = parse_ss(LINE.replace("ESTAB 0 65536", f"{state} {recvq} {sendq}"))
+        row.update(time=100.0 + i, side="server")
+        rows.append(row)
+    return frame(rows)
+
+
+def test_parsed_fields_the_case_reads():
+    (row,) = parse_ss(LINE)
+    assert (row["wscale_snd"], row["wscale_rcv"]) == (10, 10)
+    assert row["minrtt"] == pytest.approx(0.019993)
+    assert row["send_rate"] == pytest.approx(19.9e6)
+
+
+def test_established_and_representative():
+    tel = _table()
+    assert len(ss_fields.established(tel, "server")) == 3
+    sample = ss_fields.representative(tel, "server")
+    assert sample["state"] == "ESTAB" and sample["send_q"] > 0
+    with pytest.raises(ValueError):
+        ss_fields.representative(tel, "client")
+
+
+def test_field_table_shows_units_and_predictions():
+    row = _table().iloc[1]
+    table = ss_fields.field_table({"s": row}, {"s": {"skmem_tb": 32768}})
+    assert table.loc["skmem tb", "s"] == 32768 and table.loc["skmem tb", "s: predicted"] == 32768
+    assert table.loc["rtt (srtt)", "s"] == "23.266 ms"
+    assert table.loc["send", "s"] == "19.90 Mbit/s"
+
+
+def test_send_rate_error_is_small_for_ss_output():
+    err = ss_fields.send_rate_error(_table())
+    # ss rounds to 3 significant digits in this literal sample ("19.9Mbps")
+    assert len(err) == 3 and err.max() < 0.01
+
+
+def test_payload_over_charged_and_limited_share():
+    tel = _table()
+    ratios = ss_fields.payload_over_charged(tel)
+    assert ratios["send_q/w"].max() == pytest.approx(65536 / 70528)
+    share = ss_fields.limited_share(tel, "server")
+    assert share["busy_s"] == pytest.approx(0.4) and share["rwnd_limited"] == 0
+
+
+@pytest.mark.parametrize("space, shift", [(65535, 0), (65536, 1), (32 * 2**20, 10), (6 * 2**20, 7), (2**40, 14)])
+def test_predicted_wscale(space, shift):
+    assert ss_fields.predicted_wscale(space) == shift

@@ -1,0 +1,55 @@
+"""tcp_mem helpers on a synthetic trace (the real tracepoint is exercised by the case)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from tcplab.cases import tcp_mem
+from tcplab.observe.trace import parse_trace
+
+TRACE = """\
+ python3-1234 [000] ..... 100.500000: sock_exceed_buf_limit: proto:TCP sysctl_mem=64,96,128 allocated=252 sysctl_rmem=4096 rmem_alloc=0 sysctl_wmem=4096 wmem_alloc=1 wmem_queued=4096 kind=SK_MEM_SEND
+ <idle>-0 [001] ..s.. 100.600000: sock_exceed_buf_limit: proto:TCP sysctl_mem=64,96,128 allocated=260 sysctl_rmem=4096 rmem_alloc=5000 sysctl_wmem=4096 wmem_alloc=1 wmem_queued=0 kind=SK_MEM_RECV
+ <idle>-0 [001] ..s.. 100.700000: tcp_probe: src=10.0.0.1:5001 dest=10.0.0.2:4000 data_len=1448
+"""
+
+
+@dataclass
+class FakeTrial:
+    trace: pd.DataFrame
+    packets: SimpleNamespace = field(default_factory=lambda: SimpleNamespace(
+        packets=pd.DataFrame({"time": [100.4, 101.0]})))
+    telemetry: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def test_limits_and_host_value():
+    assert tcp_mem.limits("64 96 128") == {"low": 64, "pressure": 96, "high": 128}
+    assert tcp_mem.limits("64,96,128")["high"] == 128
+    assert len(tcp_mem.limits(tcp_mem.read_tcp_mem())) == 3
+
+
+def test_exceed_summary_counts_kinds_and_first_event():
+    trial = FakeTrial(parse_trace(TRACE))
+    events = tcp_mem.exceed_events(trial)
+    assert list(events["kind"]) == ["SK_MEM_SEND", "SK_MEM_RECV"]
+    assert events["t"].iloc[0] == pytest.approx(0.1)
+    summary = tcp_mem.exceed_summary(trial)
+    assert summary["events"] == 2 and summary["SK_MEM_SEND"] == 1 and summary["SK_MEM_RECV"] == 1
+    assert summary["first_allocated"] == 252 and summary["limits_seen"] == "64 96 128"
+    assert summary["protocols"] == ["TCP"]
+
+
+def test_no_events():
+    summary = tcp_mem.exceed_summary(FakeTrial(parse_trace("")))
+    assert summary["events"] == 0 and summary["first_t"] is None
+
+
+def test_receiver_clamp_in_segments():
+    tel = pd.DataFrame({"time": [1.0, 2.0], "side": "client", "state": "ESTAB", "rcv_ssthresh": [64088, 5792],
+                        "skmem_rb": [131072, 131072], "advmss": [1448, 1448]})
+    clamp = tcp_mem.receiver_clamp(FakeTrial(pd.DataFrame(), telemetry=tel))
+    assert list(clamp["segments"].round(1)) == [44.3, 4.0]
