@@ -53,3 +53,14 @@ def test_receiver_clamp_in_segments():
                         "skmem_rb": [131072, 131072], "advmss": [1448, 1448]})
     clamp = tcp_mem.receiver_clamp(FakeTrial(pd.DataFrame(), telemetry=tel))
     assert list(clamp["segments"].round(1)) == [44.3, 4.0]
+
+
+def test_ballast_holds_memory_and_lets_go():
+    with tcp_mem.Ballast("1MB") as ballast:
+        held = ballast.held()
+        assert ballast.sent == 1 << 20
+        assert held["unread"] + held["unacknowledged"] >= 1 << 20  # data in the receive queue may not be acked yet
+        assert max(held.values()) <= 1 << 20
+    assert ballast.held() == {"unread": 0, "unacknowledged": 0}
+    with tcp_mem.ballast(False) as nothing:
+        assert nothing is None

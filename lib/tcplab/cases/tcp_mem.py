@@ -7,12 +7,21 @@ together: *low*, *pressure*, *high*.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import socket
+import struct
+import termios
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 
-__all__ = ["PAGE", "TCP_MEM", "read_tcp_mem", "limits", "exceed_events", "exceed_summary", "receiver_clamp"]
+from ..units import parse_size
+
+__all__ = ["PAGE", "TCP_MEM", "read_tcp_mem", "limits", "exceed_events", "exceed_summary", "receiver_clamp",
+           "Ballast", "ballast"]
 
 PAGE = 4096
 TCP_MEM = Path("/proc/sys/net/ipv4/tcp_mem")
@@ -71,3 +80,84 @@ def receiver_clamp(trial: Any, side: str = "client") -> pd.DataFrame:
                         "advmss": rows["advmss"] if "advmss" in rows else rows["mss"]})
     out["segments"] = out["rcv_ssthresh"] / out["advmss"]
     return out.reset_index(drop=True)
+
+
+#: ioctl of the bytes a socket has written but its peer not yet acknowledged (linux/sockios.h)
+SIOCOUTQ = termios.TIOCOUTQ
+
+
+class Ballast:
+    """Another application on the host holding ``size`` bytes of TCP memory: a loopback
+    connection in the host's namespace whose receiver never reads.
+
+    The kernel counts TCP memory per CPU in batches of ``net.core.mem_pcpu_rsv`` pages and
+    only then adds them to the global count that ``tcp_mem`` is compared with, so a single
+    small transfer may never move the global count at all. A few MB held here move it for
+    certain. Create it *before* the limits are squeezed (it is then allocated freely), close
+    it after.
+    """
+
+    def __init__(self, size: Any = "4MB", *, timeout: float = 5.0) -> None:
+        self.size = parse_size("ballast", size)
+        self.timeout = timeout
+        self._socks: list[socket.socket] = []
+
+    def __enter__(self) -> "Ballast":
+        try:
+            self._fill()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _fill(self) -> None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socks.append(listener)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.size)  # inherited by the accepted socket
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        sender = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socks.append(sender)
+        sender.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.size)
+        sender.connect(listener.getsockname())
+        receiver, _ = listener.accept()
+        self._socks.append(receiver)
+        sender.setblocking(False)
+        chunk = bytes(65536)
+        sent, last_progress = 0, time.monotonic()
+        while sent < self.size and time.monotonic() - last_progress < self.timeout:
+            try:
+                sent += sender.send(chunk[: min(len(chunk), self.size - sent)])
+                last_progress = time.monotonic()
+            except BlockingIOError:
+                time.sleep(0.01)
+        self.sent = sent
+
+    def held(self) -> dict[str, int]:
+        """Bytes of payload the ballast holds: unread at the receiver, unacknowledged at the sender."""
+        if len(self._socks) < 3:
+            return {"unread": 0, "unacknowledged": 0}
+        _, sender, receiver = self._socks
+
+        def ioctl(sock: socket.socket, request: int) -> int:
+            return struct.unpack("i", fcntl.ioctl(sock.fileno(), request, b"\0" * 4))[0]
+
+        return {"unread": ioctl(receiver, termios.FIONREAD), "unacknowledged": ioctl(sender, SIOCOUTQ)}
+
+    def close(self) -> None:
+        for sock in self._socks:
+            sock.close()
+        self._socks.clear()
+
+
+@contextlib.contextmanager
+def ballast(live: bool, size: Any = "4MB") -> Iterator[Ballast | None]:
+    """A :class:`Ballast` when ``live``; nothing in replay (the recorded runs had theirs)."""
+    if not live:
+        yield None
+        return
+    with Ballast(size) as held:
+        yield held
