@@ -31,7 +31,7 @@ __all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "segm
 #: What :func:`measure` adds to a variant's values, per trial.
 COLUMNS = {
     "goodput Mbit/s": "application goodput: bytes read / (last read - first write)",
-    "steady Mbit/s": "capture: how fast the ACKs advanced in the second half of the transfer",
+    "steady Mbit/s": "capture: median delivery rate per round trip over the second half of the transfer",
     "KB/s": "application goodput in kilobytes (1000 B) per second, the seeds' unit",
     "duration s": "first write to last read",
     "rtt ms": "round trip the capture measured (handshake)",
@@ -90,11 +90,16 @@ def build(axes: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
     return out
 
 
-def steady_goodput(metrics: Any, *, after: float = 0.5) -> float:
-    """Delivered bit/s once past the ramp: the mean of the capture's per-round-trip delivery
-    rate over the bins after ``after`` of the transfer, the last (partial) bin left out."""
+def steady_goodput(metrics: Any, *, after: float = 0.5, statistic: str = "median") -> float:
+    """Delivered bit/s once past the ramp, from the capture's per-round-trip delivery rates
+    (the bins of ``metrics.throughput``) after ``after`` of the transfer, the last (partial)
+    bin left out. The median (default) is the typical round trip's rate: a round trip in
+    which a busy host delayed the reader or the delay line does not drag it down; "mean"
+    gives the average rate over that part."""
     if not 0 <= after < 1:
         raise ParameterError("after", after, "a share from 0 to below 1")
+    if statistic not in ("median", "mean"):
+        raise ParameterError("statistic", statistic, "median or mean")
     bins = metrics.throughput
     if bins is None or bins.empty:
         return math.nan
@@ -104,7 +109,7 @@ def steady_goodput(metrics: Any, *, after: float = 0.5) -> float:
     late = full.loc[full["time"] >= start + after * span]
     if late.empty:
         late = full.iloc[-1:]
-    return float(late["delivered_bps"].mean())
+    return float(getattr(late["delivered_bps"], statistic)())
 
 
 def segment_size(trial: Any) -> float:
