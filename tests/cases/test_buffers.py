@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -66,3 +67,38 @@ def test_goodput_frame_groups_repetitions_under_one_variant():
     trials = [SimpleNamespace(label=f"16KB#{i}", goodput_bps=8e6 * i, duration_s=1.0) for i in (1, 2)]
     frame = buffers.goodput_frame(trials)
     assert frame["variant"].tolist() == ["16KB", "16KB"] and frame["goodput MB/s"].tolist() == [1.0, 2.0]
+
+
+SENDMSG_TRACE = """\
+# tracer: nop
+      ZMQbg/IO/0-14311   [000] .....  1631.429905: tcp_sendmsg_locked: skb_addr 0000000000000000 skb_len 0 msg_left 8 size_goal 32768
+          python-844     [000] .....  1631.646420: tcp_sendmsg_locked: skb_addr 0000000000000000 skb_len 0 msg_left 65536 size_goal 31856
+          python-844     [000] .....  1631.646476: tcp_sendmsg_locked: skb_addr 000000001d0eacc2 skb_len 28960 msg_left 33680 size_goal 31856
+          python-844     [000] .N...  1631.646518: tcp_sendmsg_locked: skb_addr 000000005f27b305 skb_len 31856 msg_left 19200 size_goal 31856
+          python-844     [000] .....  1631.687400: tcp_sendmsg_locked: skb_addr 000000005f27b305 skb_len 100 msg_left 65536 size_goal 40544
+          python-900     [000] .....  1631.687500: tcp_sendmsg_locked: skb_addr 0000000000000000 skb_len 0 msg_left 10 size_goal 40544
+"""
+
+
+def test_parse_sendmsg_keeps_the_busiest_python_process():
+    events = buffers.parse_sendmsg(SENDMSG_TRACE)
+    assert events["pid"].unique().tolist() == [844] and len(events) == 4
+    assert events["addr"].iloc[0] == 0 and events["len"].tolist() == [0, 28960, 31856, 100]
+
+
+def test_sendmsg_summary_tells_checked_new_buffers_from_unchecked_appends():
+    summary = buffers.sendmsg_summary(buffers.parse_sendmsg(SENDMSG_TRACE), 2)
+    assert summary["application writes"] == 2 and summary["copy-loop turns"] == 4
+    assert summary["new buffer, write queue empty (checked)"] == 1
+    assert summary["new buffer, tail full (checked)"] == 1
+    assert summary["appended to an unfinished tail (not checked)"] == 2
+    assert summary["tail full, per write"] == 0.5
+
+
+def test_sendmsg_trace_leaves_no_instance_behind(root):
+    from tcplab.observe import trace
+
+    with buffers.sendmsg_trace() as read:
+        assert "tracer" in read()
+    mine = [p for p in (trace.TRACEFS / "instances").iterdir() if p.name.startswith(f"{trace.INSTANCE_PREFIX}{os.getpid()}-")]
+    assert mine == []

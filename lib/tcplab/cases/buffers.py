@@ -7,13 +7,21 @@ programs' reports), so it gives the same answer live and in replay.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import os
+import re
+import secrets
+import tempfile
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
+from ..observe import trace
+
 __all__ = ["socket_samples", "send_wait", "burst_starts", "burst_spacing", "advertised_windows",
-           "handshake_wscale", "handshake_window", "scaling_ratios", "sendbuf_row", "rcvbuf_row", "goodput_frame"]
+           "handshake_wscale", "handshake_window", "scaling_ratios", "sendbuf_row", "rcvbuf_row", "goodput_frame",
+           "parse_sendmsg", "sendmsg_summary", "sendmsg_trace", "trace_sendmsg"]
 
 
 def socket_samples(telemetry: pd.DataFrame, side: str) -> pd.DataFrame:
@@ -137,3 +145,76 @@ def goodput_frame(trials: Any) -> pd.DataFrame:
     goodput in MB/s and duration, for a bar plot with confidence bands over repetitions."""
     return pd.DataFrame([{"variant": t.label.split("#", 1)[0], "goodput MB/s": t.goodput_bps / 8e6,
                           "duration s": t.duration_s} for t in trials])
+
+
+# --------------------------------------------------------------- how tcp_sendmsg fills buffers
+
+_SENDMSG = re.compile(r"^\s*(?P<comm>\S+)-(?P<pid>\d+)\s.*tcp_sendmsg_locked: skb_addr (?P<addr>\S+) "
+                      r"skb_len (?P<len>-?\d+) msg_left (?P<left>\d+) size_goal (?P<goal>\d+)")
+
+
+def parse_sendmsg(text: str, *, comm: str = "python") -> pd.DataFrame:
+    """The ``tcp:tcp_sendmsg_locked`` events of the busiest ``comm`` process in a trace.
+
+    The event has no socket identity, so the sender is told apart by its process: the
+    busiest process named ``comm`` (tcplab's side programs run as "python"). One row per
+    turn of the copy loop in ``tcp_sendmsg_locked``: the write queue's tail buffer
+    (``addr`` 0: the queue is empty), its length, the bytes of the call still to copy, the
+    size goal."""
+    rows = [m.groupdict() for m in map(_SENDMSG.match, text.splitlines()) if m and m["comm"] == comm]
+    frame = pd.DataFrame(rows, columns=["comm", "pid", "addr", "len", "left", "goal"])
+    if frame.empty:
+        return frame
+    frame[["pid", "len", "left", "goal"]] = frame[["pid", "len", "left", "goal"]].astype(int)
+    frame["addr"] = frame["addr"].map(lambda a: int(a, 16))
+    busiest = frame["pid"].value_counts().idxmax()
+    return frame[frame["pid"] == busiest].reset_index(drop=True)
+
+
+def sendmsg_summary(events: pd.DataFrame, writes: int) -> dict[str, float]:
+    """What each turn of the copy loop found at the tail of the write queue, for ``writes``
+    application writes. Only a new buffer is checked against ``sk_sndbuf`` (a turn that
+    waited for room is counted again when it retries); bytes appended to an unfinished tail
+    buffer are not checked."""
+    empty = events["addr"] == 0
+    full = ~empty & (events["len"] >= events["goal"])
+    append = ~empty & ~full & (events["len"] > 0)
+    return {
+        "application writes": writes,
+        "copy-loop turns": len(events),
+        "new buffer, write queue empty (checked)": int(empty.sum()),
+        "new buffer, tail full (checked)": int(full.sum()),
+        "appended to an unfinished tail (not checked)": int(append.sum()),
+        "tail full, per write": float(full.sum()) / writes if writes else float("nan"),
+        "size goal (median)": float(events["goal"].median()) if len(events) else float("nan"),
+    }
+
+
+@contextlib.contextmanager
+def sendmsg_trace() -> Iterator[Callable[[], str]]:
+    """Record ``tcp:tcp_sendmsg_locked`` in a private tracefs instance (removed on exit, and by
+    ``tcplab cleanup`` if this process dies); yields a function that returns the trace text."""
+    if not trace.ensure_tracefs():
+        raise RuntimeError("tracefs is not available")
+    instance = trace.TRACEFS / "instances" / f"{trace.INSTANCE_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
+    instance.mkdir()
+    enable = instance / "events" / "tcp" / "tcp_sendmsg_locked" / "enable"
+    try:
+        (instance / "buffer_size_kb").write_text("4096")
+        enable.write_text("1")
+        yield lambda: (instance / "trace").read_text()
+    finally:
+        with contextlib.suppress(OSError):
+            enable.write_text("0")
+        instance.rmdir()
+
+
+def trace_sendmsg(path: Any, workload: Any) -> dict[str, float]:
+    """Run ``workload`` once on a live ``path`` (not recorded, no capture) while tracing how
+    the sender's ``send()`` calls fill the send buffer; :func:`sendmsg_summary` of it."""
+    with tempfile.TemporaryDirectory() as logs, sendmsg_trace() as read:
+        result = workload.run(path, logs)
+        text = read()
+    if not result.ok:
+        raise RuntimeError(f"traced run failed: {result.error}")
+    return sendmsg_summary(parse_sendmsg(text), -(-workload.size // workload.write_size))
