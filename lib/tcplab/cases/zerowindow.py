@@ -1,0 +1,183 @@
+"""Case 05, zero window: when the reader stopped and resumed, the persist timer's probes, the
+window update that ends the stall, and the receive queue as ``ss`` saw it.
+
+Times are seconds since the first packet of the capture that is read (``rel_time``); the
+reader's pause comes from the client program's report (epoch seconds) and is put on the
+same scale.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .trial import Trial
+
+__all__ = ["pause", "sender_packets", "receiver_packets", "probe_table", "episode", "recovery", "receive_queue",
+           "probe_schedule", "probes_answered_as_expected", "receive_queue_plot", "PROBE_COUNTERS"]
+
+#: The reader's nstat counters about its window (see :meth:`Trial.counters`).
+PROBE_COUNTERS = ("TcpExtTCPToZeroWindowAdv", "TcpExtTCPFromZeroWindowAdv", "TcpExtTCPWantZeroWindowAdv",
+                  "TcpExtTCPACKSkippedSeq")
+
+
+def _flow(pk: pd.DataFrame) -> pd.DataFrame:
+    flow = pk.loc[pk["len"] > 0, "flow"].mode().iloc[0]
+    return pk[pk["flow"] == flow].sort_values("time").reset_index(drop=True)
+
+
+def _origin(pk: pd.DataFrame) -> float:
+    return float((pk["time"] - pk["rel_time"]).iloc[0])
+
+
+def sender_packets(trial: Trial) -> pd.DataFrame:
+    """The main flow as the sender's (server's) capture saw it."""
+    return _flow(trial.packets.packets)
+
+
+def receiver_packets(trial: Trial) -> pd.DataFrame:
+    """The main flow as the receiver's (client's) capture saw it (run with capture="both")."""
+    pcap = next((p for p in trial.run.pcaps if p.name.startswith(trial.receiver)), None)
+    if pcap is None:
+        raise LookupError(f"{trial.label}: no capture at the {trial.receiver}; run it with capture='both'")
+    return _flow(trial.run.packets(pcap).packets)
+
+
+def pause(trial: Trial, packets: pd.DataFrame) -> tuple[float, float]:
+    """When the reader stopped and resumed reading, in ``packets``' rel_time (NaN if it never paused)."""
+    pauses = (trial.app.extra or {}).get("sides", {}).get(trial.receiver, {}).get("extra", {}).get("pauses", [])
+    if not pauses:
+        return math.nan, math.nan
+    origin = _origin(packets)
+    stopped, resumed = pauses[0]
+    return stopped - origin, resumed - origin
+
+
+def episode(packets: pd.DataFrame) -> tuple[float, float]:
+    """The first zero-window episode: when the receiver first advertised 0, and when it first
+    advertised a window again (rel_time; NaN when there is none)."""
+    acks = packets[(packets["dir"] == 1 - _data_dir(packets)) & packets["f_ack"] & (packets["win"] >= 0)]
+    zero = acks[acks["win"] == 0]
+    if zero.empty:
+        return math.nan, math.nan
+    start = float(zero["rel_time"].iloc[0])
+    reopened = acks[(acks["rel_time"] > start) & (acks["win"] > 0)]
+    return start, float(reopened["rel_time"].iloc[0]) if len(reopened) else math.nan
+
+
+def _data_dir(packets: pd.DataFrame) -> int:
+    data = packets[packets["len"] > 0]
+    return int(data.groupby("dir")["len"].sum().idxmax())
+
+
+def probe_table(packets: pd.DataFrame) -> pd.DataFrame:
+    """The sender's window probes during the first zero-window episode: time since the window
+    closed, gap to the previous probe (or to the closing), ratio of successive gaps, whether the
+    probe carried new data, the receiver's answer (delay and window; NaN when no ACK came back
+    before the next probe), and the time since the last probe that was answered.
+
+    A Linux receiver answers such a probe (an old, empty segment) through its rate limit for
+    out-of-window segments: at most one answer per ``net.ipv4.tcp_invalid_ratelimit`` (500 ms);
+    a probe arriving sooner after the last answered one gets none (``TcpExtTCPACKSkippedSeq``)."""
+    d = _data_dir(packets)
+    start, end = episode(packets)
+    cols = ["time", "since_zero_s", "gap_s", "gap_ratio", "len", "seq_is_una_minus_1", "answer_s", "answer_win",
+            "since_answered_s"]
+    if math.isnan(start):
+        return pd.DataFrame(columns=cols)
+    end = end if not math.isnan(end) else math.inf
+    mine = packets[(packets["dir"] == d) & (packets["rel_time"] > start) & (packets["rel_time"] < end)]
+    probes = mine[mine["keep_alive"] | mine["zero_window_probe"]]
+    acks = packets[(packets["dir"] != d) & packets["f_ack"]]
+    times = probes["rel_time"].to_list()
+    rows, previous, answered = [], start, math.nan
+    for k, (_, p) in enumerate(probes.iterrows()):
+        until = times[k + 1] if k + 1 < len(times) else end
+        una = acks.loc[acks["rel_time"] <= p["rel_time"], "ack"].max()
+        answer = acks[(acks["rel_time"] > p["rel_time"]) & (acks["rel_time"] < until)].head(1)
+        rows.append({"time": p["rel_time"], "since_zero_s": p["rel_time"] - start, "gap_s": p["rel_time"] - previous,
+                     "len": int(p["len"]), "seq_is_una_minus_1": bool(p["seq"] == una - 1),
+                     "answer_s": float(answer["rel_time"].iloc[0] - p["rel_time"]) if len(answer) else math.nan,
+                     "answer_win": float(answer["win"].iloc[0]) if len(answer) else math.nan,
+                     "since_answered_s": p["rel_time"] - answered})
+        previous = p["rel_time"]
+        if len(answer):
+            answered = p["rel_time"]
+    table = pd.DataFrame(rows, columns=[c for c in cols if c != "gap_ratio"])
+    table.insert(3, "gap_ratio", table["gap_s"] / table["gap_s"].shift())
+    return table
+
+
+def probes_answered_as_expected(probes: pd.DataFrame, ratelimit_s: float = 0.5, slack_s: float = 0.010) -> bool:
+    """Every answered probe got a zero window back, and every unanswered one came within the
+    receiver's rate limit (``ratelimit_s`` after the last answered probe, give or take a tick)."""
+    answered = probes["answer_win"].notna()
+    return bool((probes.loc[answered, "answer_win"] == 0).all()
+                and (probes.loc[~answered, "since_answered_s"] < ratelimit_s + slack_s).all())
+
+
+def recovery(trial: Trial) -> dict[str, float]:
+    """From the receiver's capture: how long after the reader resumed its TCP sent the window
+    update, and how long after that new data arrived (seconds)."""
+    pk = receiver_packets(trial)
+    stopped, resumed = pause(trial, pk)
+    d = _data_dir(pk)
+    start, _ = episode(pk)
+    update = pk[(pk["dir"] != d) & pk["f_ack"] & (pk["win"] > 0) & (pk["rel_time"] > max(start, stopped))]
+    update_t = float(update["rel_time"].iloc[0]) if len(update) else math.nan
+    data = pk[(pk["dir"] == d) & (pk["len"] > 0) & (pk["rel_time"] > update_t)] if len(update) else pk.iloc[0:0]
+    data_t = float(data["rel_time"].iloc[0]) if len(data) else math.nan
+    probes = probe_table(pk)
+    last_probe = float(probes["time"].iloc[-1]) if len(probes) else math.nan
+    return {"reader stopped": stopped, "window closed": start, "reader resumed": resumed,
+            "window update": update_t, "update after resume": update_t - resumed,
+            "data after resume": data_t - resumed, "last probe before the update": last_probe}
+
+
+def receive_queue(trial: Trial) -> pd.DataFrame:
+    """The receiver's socket as ``ss -tinm`` sampled it: Recv-Q, skmem r (bytes queued, with
+    overhead) and rb (the buffer's limit), in time since the sender's capture began."""
+    tel = trial.telemetry
+    rows = tel[(tel["side"] == trial.receiver) & (tel["state"] == "ESTAB")].sort_values("time")
+    origin = _origin(trial.packets.packets)
+    return pd.DataFrame({"time": rows["time"].to_numpy() - origin, "recv_q": rows["recv_q"].to_numpy(),
+                         "r": rows["skmem_r"].to_numpy(), "rb": rows["skmem_rb"].to_numpy()})
+
+
+def receive_queue_plot(trial: Trial, *, ax=None, title: str | None = None):
+    """Recv-Q, skmem r and rb of the reader over time, with its pause shaded."""
+    import matplotlib.pyplot as plt
+
+    q = receive_queue(trial)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.5))
+    scale = 2**20
+    ax.step(q["time"], q["rb"] / scale, where="post", linestyle="--", label="rb (buffer limit)")
+    ax.step(q["time"], q["r"] / scale, where="post", label="r (memory queued)")
+    ax.step(q["time"], q["recv_q"] / scale, where="post", linestyle=":", label="Recv-Q (bytes unread)")
+    stopped, resumed = pause(trial, trial.packets.packets)
+    if not math.isnan(stopped):
+        ax.axvspan(stopped, resumed, alpha=0.12, color="grey", label="reader paused")
+    top = np.nanmax(q[["r", "recv_q"]].to_numpy()) / scale if len(q) else 1.0
+    ax.set_ylim(0, 1.6 * top)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("MB")
+    ax.set_title(title or f"Receive queue of the reader ({trial.label})")
+    ax.legend(loc="upper right", fontsize=8)
+    return ax
+
+
+def probe_schedule(rto_s: float, until_s: float, *, rto_max_s: float = 120.0) -> list[float]:
+    """When the persist timer sends its probes after the window closed: the first one RTO
+    later, then each gap doubled (exponential backoff), each gap capped at ``rto_max_s``
+    (net.ipv4.tcp_rto_max_ms); the probes before ``until_s``."""
+    if rto_s <= 0:
+        raise ValueError(f"rto_s must be positive, got {rto_s!r}")
+    times, t, gap = [], 0.0, rto_s
+    while t + gap <= until_s:
+        t += gap
+        times.append(t)
+        gap = min(2 * gap, rto_max_s)
+    return times

@@ -1,0 +1,56 @@
+"""Case 05 helpers: the persist timer's schedule, and reading a real zero-window run."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from tcplab.cases import CaseLab
+from tcplab.cases import zerowindow as zw
+from tcplab.lab import PathSpec
+from tcplab.traffic import Bulk, Slowreader
+
+
+def test_probe_schedule_doubles_the_gap_up_to_the_cap():
+    assert zw.probe_schedule(0.2, 3.0) == pytest.approx([0.2, 0.6, 1.4, 3.0])
+    assert zw.probe_schedule(0.25, 3.0, rto_max_s=0.5) == pytest.approx([0.25, 0.75, 1.25, 1.75, 2.25, 2.75])
+    assert zw.probe_schedule(1.0, 0.5) == []
+
+
+def test_unanswered_probes_are_fine_only_inside_the_rate_limit():
+    table = pd.DataFrame({"answer_win": [0.0, math.nan, 0.0], "since_answered_s": [math.nan, 0.45, 0.9]})
+    assert zw.probes_answered_as_expected(table)
+    table.loc[1, "since_answered_s"] = 0.7
+    assert not zw.probes_answered_as_expected(table)
+    table.loc[1, ["answer_win", "since_answered_s"]] = [1000.0, 0.45]  # answered, but the window was open
+    assert not zw.probes_answered_as_expected(table)
+    with pytest.raises(ValueError):
+        zw.probe_schedule(0, 1)
+
+
+@pytest.mark.kernel
+def test_paused_reader_closes_the_window_and_its_update_reopens_it(root, tmp_path):
+    lab = CaseLab("96-zero-window-fixture", runs_dir=tmp_path)
+    with lab.path(PathSpec(rtt="10ms", rate="50mbit")) as path:
+        paused = lab.run("paused", Slowreader(size="2MB", rcvbuf="64KB", pause_after="128KB", pause_for="1.5s",
+                                              cc="cubic"), path=path, observe=dict(capture="both"))
+        read = lab.run("read", Bulk(size="256KB", rcvbuf="8KB", cc="cubic"), path=path)
+    sender = zw.sender_packets(paused)
+    stopped, resumed = zw.pause(paused, sender)
+    closed, reopened = zw.episode(sender)
+    assert stopped < closed < resumed < reopened
+    probes = zw.probe_table(sender)
+    assert len(probes) >= 2 and (probes.len == 0).all() and probes.seq_is_una_minus_1.all()
+    assert probes.gap_ratio.dropna().between(1.5, 2.5).all()
+    # At 10 ms the second probe comes < 500 ms after the first: the receiver's rate limit skips its answer.
+    assert zw.probes_answered_as_expected(probes) and probes.answer_win.notna().any()
+    skipped = int(probes.answer_win.isna().sum())
+    assert paused.counters("client").get("TcpExtTCPACKSkippedSeq", 0) == skipped
+    back = zw.recovery(paused)
+    assert back["update after resume"] < 0.05 and back["data after resume"] < 0.01 + 0.05
+    queue = zw.receive_queue(paused)
+    assert (queue.r / queue.rb).max() > 0.75 and queue.recv_q.max() > 64 * 1024
+    assert paused.counters("client")["TcpExtTCPToZeroWindowAdv"] >= 1
+    assert read.metrics.zero_window_packets == 0  # small but read: never zero
