@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import socket
 
+import pandas as pd
 import pytest
 
 from tcplab.lab import Path
@@ -122,3 +123,14 @@ def test_sampler_series_in_both_namespaces(root):
     assert len(server) >= 10
     assert server.bytes_acked.dropna().is_monotonic_increasing
     assert server.bytes_acked.max() <= (1 << 20) + 1
+
+
+def test_socket_rows_picks_one_sides_connected_socket_in_time_order():
+    from tcplab.observe.ss import socket_rows
+
+    tel = pd.DataFrame({"side": ["server", "client", "server", "server"], "state": ["ESTAB", "ESTAB", "LISTEN", "ESTAB"],
+                        "time": [2.0, 1.0, 0.5, 1.5], "cwnd": [20, 10, 0, 15]})
+    rows = socket_rows(tel, "server")
+    assert rows["cwnd"].tolist() == [15, 20]
+    assert socket_rows(tel, "server", ("ESTAB", "LISTEN"))["time"].tolist() == [0.5, 1.5, 2.0]
+    assert socket_rows(pd.DataFrame(), "server").empty

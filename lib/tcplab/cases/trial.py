@@ -102,12 +102,11 @@ class Trial:
     def trace(self) -> pd.DataFrame:
         return self.run.trace
 
-    def sender_telemetry(self) -> pd.DataFrame:
-        """The ``ss`` samples of the sending side's socket."""
-        tel = self.telemetry
-        if tel.empty or "host" not in tel:
-            return tel
-        return tel[tel["host"] == self.sender].reset_index(drop=True)
+    def socket_samples(self, side: str | None = None, states: tuple[str, ...] = ("ESTAB",)) -> pd.DataFrame:
+        """The ``ss`` samples of ``side``'s connected socket (default: the sender's), in time order."""
+        from ..observe.ss import socket_rows
+
+        return socket_rows(self.telemetry, side or self.sender, states)
 
     def context(self) -> dict[str, Any]:
         """What the run knows that a capture alone does not, for :func:`~tcplab.analysis.diagnose`."""

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..lab import netns
 
-__all__ = ["COLUMNS", "SsSampler", "parse_ss", "ss_command"]
+__all__ = ["COLUMNS", "SsSampler", "parse_ss", "socket_rows", "ss_command"]
 
 COLUMNS = [
     "time", "side", "src", "sport", "dst", "dport", "state", "recv_q", "send_q", "cc", "cwnd",
@@ -140,6 +140,15 @@ def parse_record(record: str) -> dict[str, Any] | None:
 def parse_ss(text: str) -> list[dict[str, Any]]:
     """Rows (one per socket, :data:`COLUMNS` keys) from ``ss -tinm`` output, with or without -H/-O."""
     return [row for row in map(parse_record, _records(text)) if row is not None]
+
+
+def socket_rows(telemetry: pd.DataFrame, side: str, states: tuple[str, ...] = ("ESTAB",)) -> pd.DataFrame:
+    """The samples of ``side``'s ("client" or "server") connected socket, in time order
+    (``states`` adds e.g. CLOSE-WAIT, for a socket whose peer already closed)."""
+    if telemetry.empty:
+        return telemetry
+    rows = telemetry[(telemetry["side"] == side) & telemetry["state"].isin(states)]
+    return rows.sort_values("time").reset_index(drop=True)
 
 
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
