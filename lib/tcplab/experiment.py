@@ -40,14 +40,19 @@ class ExperimentFailed(RuntimeError):
         self.run = run
 
 
-def run_params(spec: PathSpec, workload: Any, observe: ObserveSpec) -> dict[str, Any]:
+def run_params(spec: PathSpec, workload: Any, observe: ObserveSpec, repetition: int = 1) -> dict[str, Any]:
     """What a run record stores as its parameters, and what its key is made of: also computed
-    without a live path, so a replayed run can be matched to the parameters that asked for it."""
-    return {
+    without a live path, so a replayed run can be matched to the parameters that asked for it.
+    ``repetition`` tells apart repeated runs of one variant (named only from the second on,
+    so a single run's key does not depend on it)."""
+    params = {
         "path": spec.to_dict(),
         "workload": {"name": workload.name, **workload.to_dict()},
         "observe": observe.to_dict(),
     }
+    if repetition != 1:
+        params["repetition"] = repetition
+    return params
 
 
 class Experiment:
@@ -59,8 +64,10 @@ class Experiment:
 
     def __init__(self, path: Path, workload: Any, *, case: str = "adhoc", capture: str | None = "sender",
                  telemetry: bool = True, interval: Any = "20ms", tracepoints: bool = True,
-                 runs_dir: str | os.PathLike | None = None, observe: ObserveSpec | None = None) -> None:
+                 runs_dir: str | os.PathLike | None = None, observe: ObserveSpec | None = None,
+                 repetition: int = 1) -> None:
         self.path = path
+        self.repetition = repetition
         self.workload = workload
         self.case = case
         self.runs_dir = runs_dir
@@ -68,7 +75,7 @@ class Experiment:
                                               interval=interval, tracepoints=tracepoints)
 
     def params(self) -> dict[str, Any]:
-        return run_params(self.path.spec, self.workload, self.observe)
+        return run_params(self.path.spec, self.workload, self.observe, self.repetition)
 
     @property
     def key(self) -> str:

@@ -73,12 +73,23 @@ def test_live_variant_is_indexed_and_knows_its_buffers(recorded, dirs):
 
 
 @pytest.mark.kernel
-def test_same_parameters_reuse_the_recorded_run_unless_fresh(recorded, dirs):
+def test_same_parameters_reuse_the_recorded_run_unless_fresh(recorded, dirs, monkeypatch):
     _, first, _ = recorded
-    again = CaseLab(CASE, mode="live", **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
+    with monkeypatch.context() as patched:
+        patched.setattr("tcplab.lab.Path.start", lambda self: pytest.fail("a reused run built a path"))
+        again = CaseLab(CASE, mode="live", **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
     assert again.run.dir == first.run.dir
     fresh = CaseLab(CASE, mode="live", fresh=True, **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
     assert fresh.run.dir != first.run.dir and fresh.run.key == first.run.key
+
+
+@pytest.mark.kernel
+def test_repetitions_are_distinct_runs_and_are_reused_as_such(root, dirs):
+    first = CaseLab(CASE, mode="live", **dirs).repeat("unset", small(), path=SPEC, times=2)
+    assert [t.label for t in first] == ["unset#1", "unset#2"]
+    assert first[0].run.dir != first[1].run.dir
+    again = CaseLab(CASE, mode="live", **dirs).repeat("unset", small(), path=SPEC, times=2)
+    assert [t.run.dir for t in again] == [t.run.dir for t in first]
 
 
 @pytest.mark.kernel

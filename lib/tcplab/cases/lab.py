@@ -29,7 +29,7 @@ from ..experiment import Experiment, run_params
 from ..lab import Path, PathSpec
 from ..lab.state import exclusive_measurement
 from ..observe import ObserveSpec
-from ..runs import Run, key_of, runs_root
+from ..runs import Run, find_run, key_of, runs_root
 from ..units import ParameterError
 from . import replay
 from .trial import Trial
@@ -122,18 +122,22 @@ class CaseLab:
 
     # --- variants -------------------------------------------------------------------------------------
     def run(self, label: str, workload: Any, *, path: PathLike, observe: ObserveSpec | Mapping[str, Any] | None = None,
-            ) -> Trial:
+            repetition: int = 1) -> Trial:
         """Run (or replay) one variant; ``label`` names it in tables and in the replay data."""
         if not label or "/" in label or label.startswith("."):
             raise ParameterError("label", label, "a name without '/' that does not start with '.'")
         observe = observe if isinstance(observe, ObserveSpec) else ObserveSpec(**dict(observe or {}))
+        params = run_params(_spec_of(path), workload, observe, repetition)
         if self.mode == "replay":
-            trial = self._replayed(label, workload, _spec_of(path), observe)
+            trial = self._replayed(label, params)
+        elif (earlier := self._reusable(params)) is not None:
+            # Checked before a path is built: re-rendering a case costs no lab time.
+            trial = self._indexed(label, earlier)
         elif isinstance(path, Path):
-            trial = self._live(label, workload, path, observe)
+            trial = self._live(label, workload, path, observe, repetition)
         else:
             with self.path(_spec_of(path)) as live:
-                trial = self._live(label, workload, live, observe)
+                trial = self._live(label, workload, live, observe, repetition)
         self.trials[label] = trial
         if trial.backend:
             self._saw_backend(trial.backend)
@@ -144,11 +148,21 @@ class CaseLab:
         """``times`` runs of one variant, labelled ``label#1`` …, for spreads and confidence bands."""
         if not isinstance(times, int) or times < 1:
             raise ParameterError("repetitions", times, "a whole number ≥ 1")
-        return [self.run(f"{label}#{i}", workload, path=path, observe=observe) for i in range(1, times + 1)]
+        return [self.run(f"{label}#{i}", workload, path=path, observe=observe, repetition=i)
+                for i in range(1, times + 1)]
 
-    def _live(self, label: str, workload: Any, path: Path, observe: ObserveSpec) -> Trial:
-        experiment = Experiment(path, workload, case=self.case_id, runs_dir=self.runs_dir, observe=observe)
-        run = experiment.run(reuse=not self.fresh)
+    def _reusable(self, params: Mapping[str, Any]) -> Run | None:
+        """A recorded run with these parameters, unless this execution is fresh."""
+        if self.fresh or os.environ.get("FRESH") == "1":
+            return None
+        return find_run(self.case_id, key_of(params), runs_dir=self.runs_dir)
+
+    def _live(self, label: str, workload: Any, path: Path, observe: ObserveSpec, repetition: int) -> Trial:
+        experiment = Experiment(path, workload, case=self.case_id, runs_dir=self.runs_dir, observe=observe,
+                                repetition=repetition)
+        return self._indexed(label, experiment.run())
+
+    def _indexed(self, label: str, run: Run) -> Trial:
         self._index(runs={label: run.dir.name})
         return Trial(label, run)
 
@@ -163,15 +177,14 @@ class CaseLab:
         index["kernel"], index["profile"] = platform.release(), self.profile
         replay.write_index(self._case_runs, index)
 
-    def _replayed(self, label: str, workload: Any, spec: PathSpec, observe: ObserveSpec) -> Trial:
+    def _replayed(self, label: str, params: Mapping[str, Any]) -> Trial:
         directory = self._replay / label
         if label not in self._recorded["runs"]:
             recorded = sorted(self._recorded["runs"])
             raise replay.ReplayMissing(f"{self.case_id}: no recorded run named {label!r}; recorded: "
                                        f"{', '.join(recorded) or 'none'}")
         run = Run.load(directory)
-        wanted = key_of(run_params(spec, workload, observe))
-        if run.key != wanted:
+        if run.key != key_of(params):
             raise replay.ReplayMissing(
                 f"{self.case_id}/{label}: the recorded run was made with other parameters than this notebook "
                 f"asks for (recorded with the {self._recorded.get('profile', '?')} profile and the notebook's "
