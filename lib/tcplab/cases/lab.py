@@ -98,8 +98,9 @@ class CaseLab:
         if self.mode == "replay":
             yield ReplayedPath(spec)
             return
+        # The wait is news for the terminal, not for the page: the process's own stderr, not the cell's.
         with exclusive_measurement(lambda: print(f"{self.case_id}: waiting for another measurement to finish",
-                                                  file=sys.stderr, flush=True)), Path(spec) as live:
+                                                  file=sys.__stderr__, flush=True)), Path(spec) as live:
             self._saw_backend(live.backend)
             self._index(backend=live.backend)
             yield live
