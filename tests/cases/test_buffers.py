@@ -44,12 +44,6 @@ def test_advertised_windows_skip_the_handshake_and_the_other_direction():
     assert buffers.handshake_wscale(no_option, 1) is None
 
 
-def test_socket_samples_keep_one_sides_connected_socket():
-    tel = pd.DataFrame({"time": [3.0, 1.0, 2.0, 1.5], "side": ["server", "server", "client", "server"],
-                        "state": ["ESTAB", "ESTAB", "ESTAB", "LISTEN"]})
-    assert buffers.socket_samples(tel, "server")["time"].tolist() == [1.0, 3.0]
-
-
 def test_scaling_ratios_in_order_of_appearance():
     trace = pd.DataFrame({"event": ["tcp_probe", "tcp_rcvbuf_grow", "tcp_rcvbuf_grow", "tcp_rcvbuf_grow"],
                           "scaling_ratio": [np.nan, 162, 162, 170]})

@@ -31,7 +31,7 @@ def _packets(times, sizes, windows):
 
 
 def _telemetry(recv_q):
-    return pd.DataFrame({"side": "client", "state": "ESTAB", "recv_q": recv_q})
+    return pd.DataFrame({"side": "client", "state": "ESTAB", "recv_q": recv_q, "time": np.arange(len(recv_q)) * 0.02})
 
 
 def test_trickle_is_smooth_and_small():

@@ -19,17 +19,9 @@ import pandas as pd
 
 from ..observe import trace
 
-__all__ = ["socket_samples", "send_wait", "burst_starts", "burst_spacing", "advertised_windows",
+__all__ = ["send_wait", "burst_starts", "burst_spacing", "advertised_windows",
            "handshake_wscale", "handshake_window", "scaling_ratios", "sendbuf_row", "rcvbuf_row", "goodput_frame",
            "parse_sendmsg", "sendmsg_summary", "sendmsg_trace", "trace_sendmsg"]
-
-
-def socket_samples(telemetry: pd.DataFrame, side: str) -> pd.DataFrame:
-    """The ``ss`` samples of ``side``'s connected socket (state ESTAB), in time order."""
-    if telemetry.empty:
-        return telemetry
-    rows = telemetry[(telemetry["side"] == side) & (telemetry["state"] == "ESTAB")]
-    return rows.sort_values("time").reset_index(drop=True)
 
 
 def send_wait(trial: Any) -> dict[str, float]:
@@ -96,7 +88,7 @@ def _receiver_dir(trial: Any) -> int:
 
 def sendbuf_row(trial: Any) -> dict[str, Any]:
     """One line of case 01's table: what the sender asked, got, queued and put in flight."""
-    ss = socket_samples(trial.telemetry, trial.sender)
+    ss = trial.socket_samples(trial.sender)
     sock = trial.socket(trial.sender)
     m = trial.metrics
     mss = ss["mss"].median() if len(ss) else float("nan")
@@ -122,7 +114,7 @@ def rcvbuf_row(trial: Any) -> dict[str, Any]:
     rdir = _receiver_dir(trial)
     windows = advertised_windows(pk, rdir)
     sock = trial.socket(trial.receiver)
-    ss = socket_samples(trial.telemetry, trial.receiver)
+    ss = trial.socket_samples(trial.receiver)
     ratios = scaling_ratios(trial.trace)
     return {
         "variant": trial.label,

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import theory
+from ..observe.ss import socket_rows
 from .trial import Trial
 
 __all__ = ["HEADER", "WARMUP", "latencies_ms", "latency_table", "predicted_latency", "header_body_gaps",
@@ -104,7 +105,7 @@ def ato_ms(trial: Trial, side: str = "server") -> pd.Series:
     tel = trial.telemetry
     if tel.empty or "ato" not in tel:
         return pd.Series(dtype=float)
-    rows = tel[(tel["side"] == side) & (tel["state"] == "ESTAB")]
+    rows = socket_rows(tel, side)
     return (1e3 * pd.to_numeric(rows["ato"], errors="coerce")).dropna().reset_index(drop=True)
 
 

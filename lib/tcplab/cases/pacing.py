@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import plots
+from ..observe.ss import socket_rows
 
 __all__ = ["wire_rate", "shape", "receiver_window", "data_segments", "recv_queue_peak", "summary"]
 
@@ -57,7 +58,7 @@ def data_segments(trial: Any) -> pd.Series:
 def recv_queue_peak(trial: Any, side: str = "client") -> float:
     """The most unread data (``ss`` Recv-Q) the receiving socket held, in bytes."""
     tel = trial.telemetry
-    rows = tel[(tel["side"] == side) & tel["state"].isin(["ESTAB", "CLOSE-WAIT"])]
+    rows = socket_rows(tel, side, ("ESTAB", "CLOSE-WAIT"))
     return float(rows["recv_q"].max()) if len(rows) else float("nan")
 
 

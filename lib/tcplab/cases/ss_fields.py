@@ -12,7 +12,9 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["FIELDS", "established", "representative", "field_table", "send_rate_error",
+from ..observe.ss import socket_rows
+
+__all__ = ["FIELDS", "representative", "field_table", "send_rate_error",
            "payload_over_charged", "limited_share", "predicted_wscale"]
 
 #: The fields a field-by-field table shows, in ss's order: (column, label as ss prints it).
@@ -33,17 +35,11 @@ FIELDS = (
 _SECONDS = {"rto", "rtt", "rttvar", "ato", "minrtt", "busy_s", "rwnd_limited_s", "sndbuf_limited_s"}
 
 
-def established(telemetry: pd.DataFrame, side: str) -> pd.DataFrame:
-    """``side``'s samples of its established connection (the listener and handshake left out)."""
-    rows = telemetry[(telemetry["side"] == side) & (telemetry["state"] == "ESTAB")]
-    return rows.sort_values("time").reset_index(drop=True)
-
-
 def representative(telemetry: pd.DataFrame, side: str) -> pd.Series:
     """One sample from the middle of the transfer: among ``side``'s established samples while
     data was still moving (something queued, or in flight, or unread), the one nearest the
     middle in time. Falls back to the middle sample when none was caught moving."""
-    rows = established(telemetry, side)
+    rows = socket_rows(telemetry, side)
     if rows.empty:
         raise ValueError(f"no established samples of the {side}")
     moving = rows[(rows["send_q"] > 0) | (rows["recv_q"] > 0) | (rows["unacked"].fillna(0) > 0)]
@@ -98,7 +94,7 @@ def payload_over_charged(telemetry: pd.DataFrame) -> pd.DataFrame:
 def limited_share(telemetry: pd.DataFrame, side: str) -> dict[str, float]:
     """The kernel's own verdict at the last sample: the shares of busy time that the
     connection was limited by the receive window and by the send buffer (0 when absent)."""
-    rows = established(telemetry, side).dropna(subset=["busy_s"])
+    rows = socket_rows(telemetry, side).dropna(subset=["busy_s"])
     if rows.empty:
         return {"busy_s": float("nan"), "rwnd_limited": float("nan"), "sndbuf_limited": float("nan")}
     last = rows.iloc[-1]

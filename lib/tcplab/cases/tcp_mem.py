@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 import pandas as pd
 
+from ..observe.ss import socket_rows
 from ..units import parse_size
 
 __all__ = ["PAGE", "TCP_MEM", "read_tcp_mem", "limits", "exceed_events", "exceed_summary", "receiver_clamp",
@@ -75,7 +76,7 @@ def receiver_clamp(trial: Any, side: str = "client") -> pd.DataFrame:
     advmss, and the ceiling in segments: under memory pressure Linux cuts rcv_ssthresh to
     4 × advmss."""
     tel = trial.telemetry
-    rows = tel[(tel["side"] == side) & (tel["state"] == "ESTAB")].sort_values("time")
+    rows = socket_rows(tel, side)
     out = pd.DataFrame({"time": rows["time"], "rcv_ssthresh": rows["rcv_ssthresh"], "rb": rows["skmem_rb"],
                         "advmss": rows["advmss"] if "advmss" in rows else rows["mss"]})
     out["segments"] = out["rcv_ssthresh"] / out["advmss"]

@@ -139,8 +139,7 @@ def recovery(trial: Trial) -> dict[str, float]:
 def receive_queue(trial: Trial) -> pd.DataFrame:
     """The receiver's socket as ``ss -tinm`` sampled it: Recv-Q, skmem r (bytes queued, with
     overhead) and rb (the buffer's limit), in time since the sender's capture began."""
-    tel = trial.telemetry
-    rows = tel[(tel["side"] == trial.receiver) & (tel["state"] == "ESTAB")].sort_values("time")
+    rows = trial.socket_samples(trial.receiver)
     origin = _origin(trial.packets.packets)
     return pd.DataFrame({"time": rows["time"].to_numpy() - origin, "recv_q": rows["recv_q"].to_numpy(),
                          "r": rows["skmem_r"].to_numpy(), "rb": rows["skmem_rb"].to_numpy()})
