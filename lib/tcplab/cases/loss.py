@@ -1,0 +1,210 @@
+"""Random loss (case 06): how big a transfer to make, what was resent, how the window was cut.
+
+Everything reads a trial's record (the sender-side capture and the kernel's ``tcp_probe``
+tracepoint), so it answers the same live and in replay.
+
+Resent segments are counted by sequence coverage, not by Wireshark's labels: a data
+segment that carries no byte beyond the highest one already sent is a retransmission.
+The expert analysis calls some of them "out of order" (the receiver's window grew while
+it was sending duplicate ACKs, so those ACKs count as window updates, not duplicates).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import theory
+from ..plots import flow_view
+from . import sweep
+
+__all__ = ["expected_goodput", "transfer_size", "seconds_for", "lasting", "resent", "sender_probe", "window_cuts",
+           "timeouts", "measure", "points", "label", "run", "summary"]
+
+#: Sender silence before a resend that makes it a retransmission *timeout*: Linux's RTO is
+#: at least 200 ms (TCP_RTO_MIN); a tail-loss probe fires after about two round trips.
+RTO_SILENCE_S = 0.18
+
+
+def expected_goodput(cc: str, rtt_s: float, loss_fraction: float, rate_bps: float, *, mss: int = 1448) -> float:
+    """A rough guess of the goodput (bit/s), only to size a transfer that lasts a few seconds:
+    the line without loss; for bbr the line up to 2 % loss, falling as 1/p above (measured
+    here: a fifth of the line at 10 %); for a loss-based cc 1.5 × the Mathis bound below
+    5 % loss, half of it above (timeouts take over)."""
+    line = theory.max_goodput(rate_bps)
+    if loss_fraction <= 0:
+        return line
+    if cc == "bbr":
+        return line * min(1.0, 0.02 / loss_fraction)
+    factor = 1.5 if loss_fraction < 0.05 else 0.5
+    return min(line, factor * theory.mathis_throughput(mss, rtt_s, loss_fraction))
+
+
+def transfer_size(seconds: float, cc: str, rtt_s: float, loss_fraction: float, rate_bps: float,
+                  *, mss: int = 1448) -> int:
+    """Bytes that should take about ``seconds`` once past the start (see
+    :func:`expected_goodput`), plus what the start sends before the first losses are
+    repaired (about 3/p segments: slow start runs until a loss, and overshoots), in KiB."""
+    bps = expected_goodput(cc, rtt_s, loss_fraction, rate_bps)
+    start = 3 * mss / loss_fraction if loss_fraction > 0 else 0
+    steady = sweep.budget_size(seconds, rtt_s, rate_bps, window=bps * rtt_s / 8, floor=64 * 1024)
+    return int(min(steady + start, 256 * 1024**2) // 1024 * 1024)
+
+
+def seconds_for(seconds: float, rtt_s: float) -> float:
+    """Longer paths need longer transfers (a loss cycle lasts more round trips' worth of
+    time): ``seconds`` at 20 ms and below, times √(rtt / 20 ms) above."""
+    return seconds * max(1.0, math.sqrt(rtt_s / 0.020))
+
+
+def _data(packets) -> pd.DataFrame:
+    view, _, direction = flow_view(packets)
+    return view[(view["dir"] == direction) & (view["len"] > 0)]
+
+
+def resent(packets) -> dict[str, Any]:
+    """Data segments sent, those resent (no new byte), and the resent share."""
+    data = _data(packets)
+    ends = (data["seq"] + data["len"]).to_numpy()
+    highest_before = np.concatenate([[-1], np.maximum.accumulate(ends)[:-1]])
+    again = ends <= highest_before
+    sent = int(len(data))
+    return {"segments": sent, "resent": int(again.sum()), "share": float(again.sum() / sent) if sent else math.nan,
+            "times": data["rel_time"].to_numpy()[again]}
+
+
+def sender_probe(trial: Any) -> pd.DataFrame:
+    """The sender socket's ``tcp_probe`` samples (one per ACK it processed): ``time`` in
+    seconds on the capture's clock (``rel_time``), ``cwnd`` and ``ssthresh`` in segments.
+    The tracepoint reports the *current* threshold (``tcp_current_ssthresh``): the socket's
+    ssthresh during loss recovery, max(ssthresh, ¾ cwnd) otherwise; entering recovery
+    therefore always shows as a drop to the new ssthresh."""
+    trace = trial.trace
+    if trace is None or trace.empty or "snd_cwnd" not in trace:
+        return pd.DataFrame(columns=["time", "cwnd", "ssthresh"])
+    view, _, _ = flow_view(trial.packets)
+    offset = float((view["time"] - view["rel_time"]).iloc[0])
+    sender_addr = trial.run.environment.get("path", {}).get("addresses", {}).get(trial.sender)
+    rows = trace[(trace["event"] == "tcp_probe")]
+    if sender_addr:
+        rows = rows[rows["src"].astype(str).str.startswith(sender_addr + ":")]
+    ssthresh = rows["ssthresh"].astype(float).where(rows["ssthresh"] < 2**30)
+    out = pd.DataFrame({"time": rows["time"].astype(float) - offset, "cwnd": rows["snd_cwnd"].astype(float),
+                        "ssthresh": ssthresh})
+    return out.sort_values("time").reset_index(drop=True)
+
+
+def window_cuts(probe: pd.DataFrame) -> pd.DataFrame:
+    """Every lowering of ssthresh (a loss event): the cwnd just before it, the new ssthresh,
+    their ratio (cubic: 0.7), and the smallest cwnd in the following 0.5 s."""
+    if probe.empty:
+        return pd.DataFrame(columns=["time", "cwnd_before", "ssthresh_after", "ratio", "cwnd_min_after"])
+    ss = probe["ssthresh"].to_numpy()
+    prev = np.concatenate([[np.inf], ss[:-1]])
+    prev = np.where(np.isnan(prev), np.inf, prev)
+    cut = ~np.isnan(ss) & (ss < prev)
+    rows = []
+    times, cwnd = probe["time"].to_numpy(), probe["cwnd"].to_numpy()
+    for i in np.flatnonzero(cut):
+        if i == 0:
+            continue
+        after = cwnd[(times >= times[i]) & (times <= times[i] + 0.5)]
+        rows.append({"time": times[i], "cwnd_before": cwnd[i - 1], "ssthresh_after": ss[i],
+                     "ratio": ss[i] / cwnd[i - 1], "cwnd_min_after": float(after.min())})
+    return pd.DataFrame(rows, columns=["time", "cwnd_before", "ssthresh_after", "ratio", "cwnd_min_after"])
+
+
+def timeouts(trial: Any, probe: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Resends after ≥ :data:`RTO_SILENCE_S` of sender silence (retransmission timeouts), with
+    the smallest cwnd the sender reported in the 0.3 s after each."""
+    data = _data(trial.packets)
+    t = data["rel_time"].to_numpy()
+    ends = (data["seq"] + data["len"]).to_numpy()
+    highest_before = np.concatenate([[-1], np.maximum.accumulate(ends)[:-1]])
+    silence = np.concatenate([[0.0], np.diff(t)])
+    hit = (ends <= highest_before) & (silence >= RTO_SILENCE_S)
+    probe = sender_probe(trial) if probe is None else probe
+    rows = []
+    for when, quiet in zip(t[hit], silence[hit]):
+        window = probe[(probe["time"] >= when) & (probe["time"] <= when + 0.3)]["cwnd"]
+        rows.append({"time": when, "silence_s": quiet,
+                     "cwnd_min_after": float(window.min()) if len(window) else math.nan})
+    return pd.DataFrame(rows, columns=["time", "silence_s", "cwnd_min_after"])
+
+
+def measure(trial: Any) -> dict[str, Any]:
+    """The loss-specific numbers of one trial: resent share, loss events, cut ratio, timeouts."""
+    again = resent(trial.packets)
+    probe = sender_probe(trial)
+    cuts = window_cuts(probe)
+    big = cuts[cuts["cwnd_before"] >= 10]
+    rto = timeouts(trial, probe)
+    return {"resent %": 100 * again["share"], "resent": again["resent"], "segments": again["segments"],
+            "loss events": len(cuts), "cut ratio": float(big["ratio"].median()) if len(big) else math.nan,
+            "timeouts": len(rto),
+            "cwnd after timeout": float(rto["cwnd_min_after"].median()) if len(rto) else math.nan}
+
+
+def points(losses: dict[str, list[float]], ccs: list[str], repetitions: int) -> list[dict[str, Any]]:
+    """The grid as a list: ``losses`` maps an RTT ("20ms") to its loss percentages; every
+    point is run under each cc, once per seed 1 … ``repetitions`` (a different random loss
+    pattern per repetition: the delay line's losses follow its seed)."""
+    return [{"rtt": rtt, "loss %": float(p), "cc": cc, "seed": seed}
+            for rtt, percents in losses.items() for p in percents for cc in ccs
+            for seed in range(1, repetitions + 1)]
+
+
+def label(point: dict[str, Any]) -> str:
+    return f"{point['cc']}-{point['rtt']}-{point['loss %']:g}pct-seed{point['seed']}"
+
+
+def lasting(seconds: float, cc: str, rtt_s: float, loss_fraction: float) -> float:
+    """How long a point's transfer should last: ``seconds`` for a loss-based cc under loss
+    (longer on long paths, :func:`seconds_for`); half of it without loss and for bbr,
+    which settle within a few round trips."""
+    if cc == "bbr" or loss_fraction == 0:
+        return seconds / 2
+    return seconds_for(seconds, rtt_s)
+
+
+def run(lab: Any, grid: list[dict[str, Any]], *, rate: str, seconds: float) -> pd.DataFrame:
+    """Run (or replay) the grid: one path per (rtt, loss, seed), on which each cc's bulk
+    download runs in turn (cc set on the sending socket; the loss pattern continues from
+    one run to the next). One row per trial: the point, :func:`sweep.measure`'s columns,
+    :func:`measure`'s, goodput in MB/s (whole and second half of the transfer), the
+    Mathis bound for the point (MB/s, NaN without loss) and the ratios to it."""
+    from ..lab import PathSpec
+    from ..traffic import Bulk
+
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for point in grid:
+        groups.setdefault((point["rtt"], point["loss %"], point["seed"]), []).append(point)
+    rows = []
+    for (rtt, percent, seed), points_here in groups.items():
+        spec = PathSpec(rtt=rtt, rate=rate, loss=f"{percent:g}%", seed=seed)
+        with lab.path(spec) as path:
+            for point in points_here:
+                size = transfer_size(lasting(seconds, point["cc"], spec.rtt, spec.loss / 100), point["cc"],
+                                     spec.rtt, spec.loss / 100, spec.rate)
+                trial = lab.run(label(point), Bulk(size=size, cc=point["cc"]), path=path)
+                rows.append({**point, "trial": trial.label, **sweep.measure(trial), **measure(trial),
+                             "rtt_s": trial.rtt_s})
+    frame = pd.DataFrame(rows)
+    frame["MB/s"] = frame["goodput Mbit/s"] / 8
+    frame["steady MB/s"] = frame["steady Mbit/s"] / 8
+    frame["Mathis MB/s"] = [theory.mathis_throughput(1448, r, p / 100) / 8e6 if p > 0 else math.nan
+                            for r, p in zip(frame["rtt_s"], frame["loss %"])]
+    frame["vs Mathis"] = frame["MB/s"] / frame["Mathis MB/s"]
+    frame["steady vs Mathis"] = frame["steady MB/s"] / frame["Mathis MB/s"]
+    frame["line"] = frame["cc"] + " " + frame["rtt"]
+    return frame.drop(columns=["rtt_s"])
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean per (rtt, loss, cc) over repetitions: goodput (whole transfer and its second
+    half), the Mathis bound, steady goodput / bound, resent share, loss events, timeouts."""
+    cols = ["MB/s", "steady MB/s", "Mathis MB/s", "steady vs Mathis", "resent %", "loss events", "timeouts"]
+    return frame.groupby(["rtt", "loss %", "cc"])[cols].mean().round(3)

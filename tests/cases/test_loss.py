@@ -1,0 +1,80 @@
+"""Case 06 helpers on synthetic packets and tcp_probe samples (no kernel needed)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tcplab.analysis import theory
+from tcplab.cases import loss
+
+
+def packets(rows):
+    """A minimal packet table: (rel_time, dir, seq, len) rows of flow 0; dir 1 = server data."""
+    frame = pd.DataFrame(rows, columns=["rel_time", "dir", "seq", "len"])
+    frame["flow"] = 0
+    frame["time"] = 1000.0 + frame["rel_time"]
+    frame["ack"] = 0
+    frame["f_ack"] = True
+    return frame
+
+
+def data_then_resend():
+    # Five segments, the second lost and resent after 0.25 s of silence (a timeout), plus ACKs.
+    rows = [(0.000 + 0.001 * i, 1, 1 + 1000 * i, 1000) for i in range(5)]
+    rows += [(0.020, 0, 1, 0), (0.021, 0, 1, 0)]
+    rows += [(0.271, 1, 1001, 1000), (0.272, 1, 5001, 1000)]
+    return packets(rows)
+
+
+def test_resent_counts_segments_that_carry_no_new_byte():
+    out = loss.resent(data_then_resend())
+    assert out["segments"] == 7
+    assert out["resent"] == 1
+    assert out["share"] == pytest.approx(1 / 7)
+    assert list(out["times"]) == [pytest.approx(0.271)]
+
+
+def test_window_cuts_find_each_lowering_of_ssthresh():
+    probe = pd.DataFrame({"time": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5],
+                          "cwnd": [10, 100, 100, 70, 80, 1],
+                          "ssthresh": [np.nan, np.nan, 70, 70, 70, 56]})
+    cuts = loss.window_cuts(probe)
+    assert list(cuts["ssthresh_after"]) == [70, 56]
+    assert cuts["ratio"].iloc[0] == pytest.approx(0.7)
+    assert cuts["ratio"].iloc[1] == pytest.approx(0.7)
+    assert cuts["cwnd_min_after"].iloc[1] == 1
+
+
+def test_expected_goodput_and_sizes_follow_the_loss():
+    line = theory.max_goodput(100e6)
+    assert loss.expected_goodput("cubic", 0.02, 0, 100e6) == pytest.approx(line)
+    assert loss.expected_goodput("bbr", 0.02, 0.01, 100e6) == pytest.approx(line)
+    assert loss.expected_goodput("bbr", 0.02, 0.10, 100e6) == pytest.approx(line * 0.2)
+    mathis = theory.mathis_throughput(1448, 0.02, 0.01)
+    assert loss.expected_goodput("cubic", 0.02, 0.01, 100e6) == pytest.approx(1.5 * mathis)
+    sizes = [loss.transfer_size(3, "cubic", 0.02, p, 100e6) for p in (0.001, 0.01, 0.1)]
+    assert sizes[0] > sizes[1] > sizes[2] > 0
+    assert all(s % 1024 == 0 for s in sizes)
+    assert loss.seconds_for(3, 0.08) == pytest.approx(6)
+    assert loss.lasting(4, "bbr", 0.08, 0.01) == 2 and loss.lasting(4, "cubic", 0.02, 0) == 2
+
+
+def test_points_and_labels_cover_the_grid_once():
+    grid = loss.points({"20ms": [0, 1], "80ms": [1]}, ["cubic", "bbr"], 2)
+    assert len(grid) == 3 * 2 * 2
+    labels = {loss.label(p) for p in grid}
+    assert len(labels) == len(grid)
+    assert "cubic-20ms-1pct-seed2" in labels
+
+
+def test_summary_means_over_repetitions():
+    frame = pd.DataFrame({"rtt": ["20ms"] * 2, "loss %": [1.0, 1.0], "cc": ["cubic"] * 2,
+                          "MB/s": [1.0, 2.0], "steady MB/s": [1.0, 1.0], "Mathis MB/s": [0.887] * 2,
+                          "steady vs Mathis": [1.1, 1.1], "resent %": [1.0, 1.2], "loss events": [3, 5],
+                          "timeouts": [0, 1]})
+    row = loss.summary(frame).iloc[0]
+    assert row["MB/s"] == 1.5 and row["loss events"] == 4 and not math.isnan(row["resent %"])

@@ -1,0 +1,70 @@
+"""Case 08 helpers: flights and bursts on synthetic packets, the predictions (no kernel needed)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tcplab.analysis import theory
+from tcplab.cases import slowstart
+
+
+def flight_packets(first: int, second: int, idle: float = 2.0):
+    """Server data in rounds of ``first`` then twice that, an ACK 20 ms after each round's
+    first segment; then after ``idle`` a burst starting with ``second`` segments."""
+    rows, seq, t = [], 1, 0.0
+    for burst_start, flight in ((0.0, first), (idle, second)):
+        t = burst_start
+        for n in (flight, 2 * flight):
+            first_seq = seq
+            for _ in range(n):
+                rows.append((t, 1, seq, 1448, False))
+                seq += 1448
+                t += 0.0001
+            rows.append((t + 0.02, 0, 1, 0, True, first_seq + 1448))
+            t += 0.02
+    frame = pd.DataFrame([r[:5] for r in rows], columns=["rel_time", "dir", "seq", "len", "f_ack"])
+    frame["ack"] = [r[5] if len(r) > 5 else 0 for r in rows]
+    frame["f_ack"] = frame["dir"] == 0
+    frame["flow"] = 0
+    frame["time"] = frame["rel_time"]
+    frame["retransmission"] = False
+    return frame.sort_values("rel_time").reset_index(drop=True)
+
+
+def test_first_flight_of_each_burst():
+    flights = slowstart.first_flights(flight_packets(10, 30))
+    assert list(flights["segments"]) == [10, 30]
+    assert list(flights["burst_segments"]) == [30, 90]
+    assert flights["ack_after_s"].iloc[0] == pytest.approx(0.02 + 0.001, abs=1e-3)
+    assert len(slowstart.bursts(flight_packets(10, 30))) == 2
+
+
+def test_rounds_and_restart_window():
+    assert slowstart.rounds_to_send(71, 10) == 4
+    assert slowstart.rounds_to_send(71, 30) == 2
+    assert slowstart.rounds_to_send(0, 10) == 0
+    assert slowstart.restart_window(700, 3.0, 0.22) == 10
+    assert slowstart.restart_window(160, 0.5, 0.22) == 40  # two RTOs fit after the first: 160 -> 80 -> 40
+    assert slowstart.restart_window(8, 3.0, 0.22) == 10
+
+
+def test_growth_time_is_slower_than_slow_start_and_capped_by_the_line():
+    line = theory.max_goodput(100e6)
+    slow = slowstart.growth_time(6_000_000, 0.04, line)
+    assert 2.0 < slow < 3.2
+    assert slow > theory.transfer_time(6_000_000, line, 0.04)
+    big = slowstart.growth_time(1e9, 0.04, line)
+    assert big == pytest.approx(1e9 * 8 / line, rel=0.1)
+
+
+def test_cached_entry_reads_counts():
+    metrics = [{"address": "10.201.1.2", "ssthresh": "7", "cwnd": "10", "rtt": "40000us"}]
+    entry = slowstart.cached_entry(metrics, "10.201.1.2")
+    assert entry["ssthresh"] == 7 and entry["cwnd"] == 10 and entry["rtt"] == "40000us"
+    assert slowstart.cached_entry(metrics, "10.9.9.9") == {}
+
+
+def test_drop_rule_refuses_a_bad_share():
+    with pytest.raises(ValueError):
+        slowstart.start_drops(object(), 0)
