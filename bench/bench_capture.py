@@ -14,11 +14,10 @@ import statistics
 import sys
 import tempfile
 
-from common import save, table
+from common import run_alone, save, table
 
 from tcplab.experiment import Experiment
 from tcplab.lab import Path
-from tcplab.lab.state import exclusive_measurement
 from tcplab.observe import ObserveSpec
 from tcplab.traffic import WORKLOADS
 
@@ -86,6 +85,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    # A benchmark shares the machine with nobody: other tcplab measurements wait their turn.
-    with exclusive_measurement(lambda: print("waiting for another tcplab measurement to finish", flush=True)):
-        sys.exit(main())
+    run_alone(main)

@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from common import save, table
+from common import run_alone, save, table
 
 from tcplab.lab import Path, fidelity
 from tcplab.lab.link import netem_available
-from tcplab.lab.state import exclusive_measurement
 
 TCP_SHARE = 1448 / 1514  # the most TCP payload a 1514-byte frame can carry
 
@@ -97,6 +96,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    # A benchmark shares the machine with nobody: other tcplab measurements wait their turn.
-    with exclusive_measurement(lambda: print("waiting for another tcplab measurement to finish", flush=True)):
-        sys.exit(main())
+    run_alone(main)

@@ -56,3 +56,12 @@ def table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
+
+
+def run_alone(main) -> None:
+    """Run a benchmark's ``main`` holding the measurement lock and exit with its code: no
+    other tcplab measurement shares the CPU with it (they wait their turn, as it does)."""
+    from tcplab.lab.state import exclusive_measurement
+
+    with exclusive_measurement(lambda: print("waiting for another tcplab measurement to finish", flush=True)):
+        sys.exit(main())

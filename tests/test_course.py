@@ -55,6 +55,14 @@ def tcplab_report(*args: str, data_dir: Path | None = None) -> subprocess.Comple
                           text=True, timeout=REPORT_TIMEOUT_S, env=env)
 
 
+def read_summary(reports: Path) -> tuple[dict, dict]:
+    """summary.json, and per case that did not pass: its error or the names of its failed checks."""
+    summary = json.loads((reports / "summary.json").read_text())
+    failed = {c["case_id"]: c["error"] or [x["name"] for x in c["checks"] if not x["passed"]]
+              for c in summary["cases"] if c["status"] != "passed"}
+    return summary, failed
+
+
 def pdf_pages(path: Path) -> int:
     info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
     return int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
@@ -96,9 +104,7 @@ def test_every_case_is_a_numbered_notebook_with_the_standard_parameters():
 @pytest.mark.timeout(REPORT_TIMEOUT_S)
 def test_every_case_runs_live_and_its_checks_hold(live_report):
     result, reports = live_report
-    summary = json.loads((reports / "summary.json").read_text())
-    failed = {c["case_id"]: c["error"] or [x["name"] for x in c["checks"] if not x["passed"]]
-              for c in summary["cases"] if c["status"] != "passed"}
+    summary, failed = read_summary(reports)
     assert result.returncode == 0 and not failed, (failed, result.stdout[-3000:], result.stderr[-3000:])
     assert [c["case_id"] for c in summary["cases"]] == CASES
     assert all(c["checks"] for c in summary["cases"])
@@ -151,9 +157,7 @@ def pdf_tools():
 @pytest.mark.slow
 def test_every_case_renders_from_its_shipped_replay_data(tmp_path):
     out = tcplab_report("--cases", "all", "--mode", "replay", "--formats", "html", "--reports-dir", str(tmp_path))
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    failed = {c["case_id"]: c["error"] or [x["name"] for x in c["checks"] if not x["passed"]]
-              for c in summary["cases"] if c["status"] != "passed"}
+    summary, failed = read_summary(tmp_path)
     assert out.returncode == 0 and not failed, (failed, out.stderr[-3000:])
     html = (tmp_path / "handout.html").read_text()
     assert "recorded earlier on Linux" in html and "replay of recorded runs" in html

@@ -37,6 +37,8 @@ from typing import Any, Iterator, Mapping
 
 import pandas as pd
 
+from .lab.state import process_alive
+
 __all__ = ["SCHEMA", "Run", "RunWriter", "data_root", "environment", "find_run", "key_of", "list_runs",
            "load_run", "record", "runs_root"]
 
@@ -133,7 +135,7 @@ class Run:
         """complete, failed, running (its writer is still at work), or crashed (still marked
     running, but the process writing it is gone)."""
         status = self.meta.get("status", RUNNING)
-        if status == RUNNING and not _alive(self.meta.get("pid")):
+        if status == RUNNING and not process_alive(self.meta.get("pid")):
             return CRASHED
         return status
 
@@ -215,20 +217,6 @@ class Run:
 
     def log(self, name: str) -> str:
         return (self.dir / "logs" / name).read_text()
-
-
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int):
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class RunWriter:

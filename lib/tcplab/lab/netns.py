@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from pyroute2 import netns as _pr_netns
 
 from . import state
+from .state import process_alive
 
 PREFIX = "tcplab-"
 NETNS_DIR = "/var/run/netns"
@@ -76,24 +77,11 @@ def kill_all(name: str, grace: float = 1.0) -> list[int]:
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(_alive(p) for p in victims):
+        while time.monotonic() < deadline and any(process_alive(p) for p in victims):
             time.sleep(0.02)
-        if not any(_alive(p) for p in victims):
+        if not any(process_alive(p) for p in victims):
             break
     return victims
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purpose; its parent will reap it.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def remove(name: str) -> None:

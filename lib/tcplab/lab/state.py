@@ -17,6 +17,24 @@ WORK_DIR = STATE_DIR / "work"
 MEASURE_LOCK = STATE_DIR / "measure.lock"
 
 
+def process_alive(pid: object) -> bool:
+    """Whether ``pid`` names a live process (a zombie counts as dead: its parent will reap
+    it; one we may not signal counts as alive)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 @contextlib.contextmanager
 def exclusive_measurement(wait_message: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold the machine's measurement lock: two experiments at once on 2 cores would each

@@ -21,6 +21,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..lab.state import process_alive
+
 __all__ = ["EVENTS", "TRACEFS", "Tracepoints", "cleanup_instances", "ensure_tracefs", "parse_trace"]
 
 TRACEFS = FsPath("/sys/kernel/tracing")
@@ -66,14 +68,6 @@ def _owner(name: str) -> int | None:
     return int(pid) if pid.isdigit() else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def cleanup_instances(*, force: bool = False) -> list[str]:
     """Remove tcplab trace instances whose owner process is gone (all of them with ``force``)."""
     instances = TRACEFS / "instances"
@@ -82,7 +76,7 @@ def cleanup_instances(*, force: bool = False) -> list[str]:
     removed = []
     for directory in sorted(instances.glob(INSTANCE_PREFIX + "*")):
         owner = _owner(directory.name)
-        if not force and owner is not None and owner != os.getpid() and _alive(owner):
+        if not force and owner is not None and owner != os.getpid() and process_alive(owner):
             continue
         try:
             directory.rmdir()
