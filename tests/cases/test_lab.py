@@ -84,6 +84,14 @@ def test_same_parameters_reuse_the_recorded_run_unless_fresh(recorded, dirs, mon
 
 
 @pytest.mark.kernel
+def test_a_new_execution_indexes_only_what_it_uses(recorded, dirs):
+    lab = CaseLab(CASE, mode="live", **dirs)
+    lab.run("unset", small(), path=SPEC)
+    index = json.loads((dirs["runs_dir"] / CASE / "index.json").read_text())
+    assert list(index["runs"]) == ["unset"] and index["kept"] == {}
+
+
+@pytest.mark.kernel
 def test_repetitions_are_distinct_runs_and_are_reused_as_such(root, dirs):
     first = CaseLab(CASE, mode="live", **dirs).repeat("unset", small(), path=SPEC, times=2)
     assert [t.label for t in first] == ["unset#1", "unset#2"]

@@ -81,6 +81,10 @@ class CaseLab:
                     f"and save them with `tcplab replay save {case_id}`")
             self._recorded = replay.read_index(self._replay)
             self._backends = list(self._recorded["backends"])
+        elif (self._case_runs / replay.INDEX).exists():
+            # The index names what this execution of the case uses, so a variant a notebook
+            # no longer runs is not shipped as replay data.
+            replay.write_index(self._case_runs, replay.empty_index())
 
     # --- parameters -------------------------------------------------------------------------------
     def pick(self, value: Any, *, quick: Any, full: Any) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 from ..runs import RUN_JSON, Run, data_root, runs_root
 from ..units import ParameterError
 
-__all__ = ["INDEX", "ReplayMissing", "replay_root", "read_index", "write_index", "save"]
+__all__ = ["INDEX", "empty_index", "ReplayMissing", "replay_root", "read_index", "write_index", "save"]
 
 INDEX = "index.json"
 
@@ -38,11 +38,15 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def empty_index() -> dict[str, Any]:
+    return {"runs": {}, "kept": {}, "backends": []}
+
+
 def read_index(case_dir: Path) -> dict[str, Any]:
     path = case_dir / INDEX
     if not path.exists():
-        return {"runs": {}, "kept": {}, "backends": []}
-    return {"runs": {}, "kept": {}, "backends": [], **json.loads(path.read_text())}
+        return empty_index()
+    return {**empty_index(), **json.loads(path.read_text())}
 
 
 def write_index(case_dir: Path, index: dict[str, Any]) -> None:
