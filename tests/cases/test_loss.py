@@ -60,7 +60,7 @@ def test_expected_goodput_and_sizes_follow_the_loss():
     assert sizes[0] > sizes[1] > sizes[2] > 0
     assert all(s % 1024 == 0 for s in sizes)
     assert loss.seconds_for(3, 0.08) == pytest.approx(6)
-    assert loss.lasting(4, "bbr", 0.08, 0.01) == 2 and loss.lasting(4, "cubic", 0.02, 0) == 2
+    assert loss.lasting(4, "bbr", 0.08, 0.01) == 1 and loss.lasting(4, "cubic", 0.02, 0) == 1
 
 
 def test_points_and_labels_cover_the_grid_once():

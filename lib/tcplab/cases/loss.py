@@ -29,6 +29,13 @@ __all__ = ["expected_goodput", "transfer_size", "seconds_for", "lasting", "resen
 RTO_SILENCE_S = 0.18
 
 
+#: What a loss-based run under loss records: the capture (headers, SACK blocks included)
+#: and the kernel's tcp_probe samples for its window. Runs at line rate (no loss, or bbr)
+#: need no window trace; they keep the capture for goodput and resends.
+WATCH = {"snaplen": 96}
+WATCH_LIGHT = {"snaplen": 96, "tracepoints": False}
+
+
 def expected_goodput(cc: str, rtt_s: float, loss_fraction: float, rate_bps: float, *, mss: int = 1448) -> float:
     """A rough guess of the goodput (bit/s), only to size a transfer that lasts a few seconds:
     the line without loss; for bbr the line up to 2 % loss, falling as 1/p above (measured
@@ -163,10 +170,10 @@ def label(point: dict[str, Any]) -> str:
 
 def lasting(seconds: float, cc: str, rtt_s: float, loss_fraction: float) -> float:
     """How long a point's transfer should last: ``seconds`` for a loss-based cc under loss
-    (longer on long paths, :func:`seconds_for`); half of it without loss and for bbr,
+    (longer on long paths, :func:`seconds_for`); a quarter of it without loss and for bbr,
     which settle within a few round trips."""
     if cc == "bbr" or loss_fraction == 0:
-        return seconds / 2
+        return seconds / 4
     return seconds_for(seconds, rtt_s)
 
 
@@ -189,12 +196,14 @@ def run(lab: Any, grid: list[dict[str, Any]], *, rate: str, seconds: float) -> p
             for point in points_here:
                 size = transfer_size(lasting(seconds, point["cc"], spec.rtt, spec.loss / 100), point["cc"],
                                      spec.rtt, spec.loss / 100, spec.rate)
-                trial = lab.run(label(point), Bulk(size=size, cc=point["cc"]), path=path)
+                watch = WATCH if point["cc"] != "bbr" and percent > 0 else WATCH_LIGHT
+                trial = lab.run(label(point), Bulk(size=size, cc=point["cc"]), path=path, observe=watch)
                 rows.append({**point, "trial": trial.label, **sweep.measure(trial), **measure(trial),
-                             "rtt_s": trial.rtt_s})
+                             "rtt_s": trial.rtt_s,
+                             # the average rate, stalls included: loss makes many round trips deliver nothing
+                             "steady MB/s": sweep.steady_goodput(trial.metrics, statistic="mean") / 8e6})
     frame = pd.DataFrame(rows)
     frame["MB/s"] = frame["goodput Mbit/s"] / 8
-    frame["steady MB/s"] = frame["steady Mbit/s"] / 8
     frame["Mathis MB/s"] = [theory.mathis_throughput(1448, r, p / 100) / 8e6 if p > 0 else math.nan
                             for r, p in zip(frame["rtt_s"], frame["loss %"])]
     frame["vs Mathis"] = frame["MB/s"] / frame["Mathis MB/s"]
