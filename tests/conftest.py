@@ -87,7 +87,7 @@ def leaves_nothing_behind(request):
         pytest.fail("test left traces on the machine: " + "; ".join(problems))
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def root():
     if os.geteuid() != 0:
         pytest.fail("kernel tests need root: run `make test` as root")
