@@ -40,6 +40,15 @@ def test_first_flight_of_each_burst():
     assert len(slowstart.bursts(flight_packets(10, 30))) == 2
 
 
+def test_a_run_of_retransmissions_after_a_silence_is_not_a_burst():
+    packets = flight_packets(10, 30)
+    tail = packets[(packets["dir"] == 1)].iloc[-3:].assign(rel_time=lambda f: f["rel_time"] + 0.5,
+                                                           retransmission=True)
+    resent = pd.concat([packets, tail]).sort_values("rel_time").reset_index(drop=True)
+    assert len(slowstart.bursts(resent)) == 2
+    assert list(slowstart.first_flights(resent)["segments"]) == [10, 30]
+
+
 def test_rounds_and_restart_window():
     assert slowstart.rounds_to_send(71, 10) == 4
     assert slowstart.rounds_to_send(71, 30) == 2

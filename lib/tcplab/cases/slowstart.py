@@ -29,13 +29,17 @@ def _data_and_acks(packets, flow: int | None = None) -> tuple[pd.DataFrame, pd.D
 def bursts(packets, flow: int | None = None, *, gap_s: float = 0.25) -> pd.DataFrame:
     """The data direction's bursts: runs of segments with no silence longer than ``gap_s``
     (start, end, segments, bytes). An application's responses separated by idle time each
-    make one burst."""
+    make one burst; a run that only sends earlier data again (a retransmission timeout's,
+    after the silence of a lost tail) is no response and is left out."""
     data, _ = _data_and_acks(packets, flow)
     times = data["rel_time"].to_numpy()
     number = (pd.Series(times).diff().fillna(0) > gap_s).cumsum().to_numpy()
-    grouped = data.assign(burst=number).groupby("burst")
-    return pd.DataFrame({"start": grouped["rel_time"].min(), "end": grouped["rel_time"].max(),
-                         "segments": grouped.size(), "bytes": grouped["len"].sum()}).reset_index(drop=True)
+    ends = (data["seq"] + data["len"]).to_numpy()
+    new = ends > np.concatenate([[-np.inf], np.maximum.accumulate(ends)[:-1]])
+    grouped = data.assign(burst=number, new=new).groupby("burst")
+    frame = pd.DataFrame({"start": grouped["rel_time"].min(), "end": grouped["rel_time"].max(),
+                          "segments": grouped.size(), "bytes": grouped["len"].sum()})
+    return frame[grouped["new"].any()].reset_index(drop=True)
 
 
 def first_flights(packets, flow: int | None = None, *, gap_s: float = 0.25) -> pd.DataFrame:
