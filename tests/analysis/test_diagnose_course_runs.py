@@ -1,0 +1,31 @@
+"""The diagnosis on real captures: the course's shipped runs, recorded on a real kernel with
+a known cause each, must be named for that cause (with the run's context, as the course
+gives it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tcplab.cases import Trial
+from tcplab.runs import Run, data_root
+
+#: (case, variant) -> the label its cause must get.
+KNOWN = {
+    ("01-send-buffer", "sndbuf-16KB#1"): "sender-buffer-limited",
+    ("01-send-buffer", "unset#1"): "path-bandwidth",
+    ("02-receive-buffer", "rtt40-rcvbuf8KB#1"): "receiver-window-limited",
+    ("03-bdp-sweep", "pinned-2ms-loss-10"): "congestion-loss",
+    ("04-nagle-delayed-ack", "split-nagle"): "nagle-delayed-ack",
+    ("05-zero-window", "rcvbuf-256KB"): "zero-window",
+    ("06-packet-loss", "bbr-20ms-10pct-seed1"): "congestion-loss",
+    ("07-window-scaling", "off-client-20ms"): "window-scaling-absent",
+    ("08-slow-start", "initcwnd-default#1"): "slow-start",
+}
+
+
+@pytest.mark.parametrize(("case", "variant"), sorted(KNOWN))
+def test_a_recorded_run_is_named_for_its_cause(case, variant):
+    trial = Trial(variant, Run.load(data_root() / "replay" / case / variant))
+    diagnosis = trial.diagnosis
+    assert diagnosis.label == KNOWN[case, variant], diagnosis.summary
+    assert diagnosis.sentences and diagnosis.evidence
