@@ -6,11 +6,12 @@ import json
 import os
 import platform
 import socket
-import subprocess
 import sys
 import time
 from importlib import metadata
 from pathlib import Path
+
+from tcplab.runs import tool_version
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -22,13 +23,6 @@ def environment() -> dict:
         except metadata.PackageNotFoundError:
             return None
 
-    def tool(argv: list[str]) -> str | None:
-        try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-            return (out.stdout or out.stderr).splitlines()[0].strip()
-        except (OSError, IndexError, subprocess.TimeoutExpired):
-            return None
-
     return {
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": socket.gethostname(),
@@ -36,7 +30,7 @@ def environment() -> dict:
         "cpus": os.cpu_count(),
         "python": sys.version.split()[0],
         "packages": {p: version(p) for p in ("tcplab", "pyroute2", "numpy", "pandas", "numba", "NetfilterQueue")},
-        "tools": {"tcpdump": tool(["tcpdump", "--version"]), "tshark": tool(["tshark", "--version"])},
+        "tools": {"tcpdump": tool_version(["tcpdump", "--version"]), "tshark": tool_version(["tshark", "--version"])},
     }
 
 

@@ -40,7 +40,7 @@ import pandas as pd
 from .lab.state import process_alive
 
 __all__ = ["SCHEMA", "Run", "RunWriter", "data_root", "environment", "find_run", "key_of", "list_runs",
-           "load_run", "record", "runs_root"]
+           "load_run", "record", "runs_root", "tool_version"]
 
 SCHEMA = "tcplab.run/1"
 RUN_JSON = "run.json"
@@ -66,7 +66,8 @@ def key_of(params: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _first_line(argv: list[str]) -> str | None:
+def tool_version(argv: list[str]) -> str | None:
+    """The first line a tool prints about itself (``tcpdump --version``), or None."""
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
         return (out.stdout or out.stderr).splitlines()[0].strip()
@@ -88,7 +89,7 @@ def environment(**extra: Any) -> dict[str, Any]:
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "python": sys.version.split()[0],
         "libraries": {name: version(name) for name in LIBRARIES},
-        "tools": {name: _first_line(argv) for name, argv in TOOLS.items()},
+        "tools": {name: tool_version(argv) for name, argv in TOOLS.items()},
         **extra,
     }
 
