@@ -8,28 +8,21 @@ import platform
 import socket
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 
-from tcplab.runs import tool_version
+from tcplab.runs import package_version, tool_version
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def environment() -> dict:
-    def version(pkg: str) -> str | None:
-        try:
-            return metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            return None
-
     return {
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": socket.gethostname(),
         "kernel": platform.release(),
         "cpus": os.cpu_count(),
         "python": sys.version.split()[0],
-        "packages": {p: version(p) for p in ("tcplab", "pyroute2", "numpy", "pandas", "numba", "NetfilterQueue")},
+        "packages": {p: package_version(p) for p in ("tcplab", "pyroute2", "numpy", "pandas", "numba", "NetfilterQueue")},
         "tools": {"tcpdump": tool_version(["tcpdump", "--version"]), "tshark": tool_version(["tshark", "--version"])},
     }
 

@@ -40,7 +40,7 @@ import pandas as pd
 from .lab.state import process_alive
 
 __all__ = ["SCHEMA", "Run", "RunWriter", "data_root", "environment", "find_run", "key_of", "list_runs",
-           "load_run", "record", "runs_root", "tool_version"]
+           "load_run", "record", "package_version", "runs_root", "tool_version"]
 
 SCHEMA = "tcplab.run/1"
 RUN_JSON = "run.json"
@@ -75,20 +75,22 @@ def tool_version(argv: list[str]) -> str | None:
         return None
 
 
+def package_version(package: str) -> str | None:
+    """The installed version of a Python package, or None."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def environment(**extra: Any) -> dict[str, Any]:
     """Where and with what a run was made; ``extra`` adds run-specific facts (backend, cc)."""
-    def version(package: str) -> str | None:
-        try:
-            return metadata.version(package)
-        except metadata.PackageNotFoundError:
-            return None
-
     return {
         "kernel": platform.release(),
         "host": socket.gethostname(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "python": sys.version.split()[0],
-        "libraries": {name: version(name) for name in LIBRARIES},
+        "libraries": {name: package_version(name) for name in LIBRARIES},
         "tools": {name: tool_version(argv) for name, argv in TOOLS.items()},
         **extra,
     }
