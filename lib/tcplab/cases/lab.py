@@ -45,7 +45,6 @@ class ReplayedPath:
     """Stands for a path in replay mode: it has the spec, and nothing to act on."""
 
     spec: PathSpec
-    backend: str | None = None
 
 
 PathLike = Path | ReplayedPath | PathSpec | Mapping[str, Any]
