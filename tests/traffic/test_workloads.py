@@ -114,6 +114,17 @@ def test_rate_limited_reader_reads_near_its_rate(path, tmp_path):
     assert 0.8 * rate <= result.goodput_bps <= 1.1 * rate, result.goodput_bps
 
 
+def test_paced_writer_writes_at_its_rate(path, tmp_path):
+    rate = 4e6
+    result = WORKLOADS["bulk"](size="256KB", write_size="16KB", write_rate=f"{rate:g}bit").run(path, tmp_path)
+    assert result.bytes == 262144
+    # 16 writes, the first at once and the last 15/16 of 256 KB at 4 Mbit/s later (0.49 s),
+    # then one round trip for it to arrive.
+    assert 0.49 <= result.duration <= 0.49 + 0.15, result.duration
+    writes = result.extra["sides"]["server"]
+    assert writes["send_wait_s"] < 0.1  # the writer never waits for room: it is the slow part
+
+
 def test_short_connections_each_use_a_new_port(path, tmp_path):
     result = WORKLOADS["shortconns"](size="16KB", connections=5).run(path, tmp_path)
     ports = {r["local_port"] for r in result.requests}

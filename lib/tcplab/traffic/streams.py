@@ -28,6 +28,10 @@ class Bulk(Workload):
     rcvbuf: int | None = param("size", None, "receiver's SO_RCVBUF (the kernel doubles it); unset: autotuning",
                                low=1, high=BUFFER_MAX, optional=True)
     write_size: int = param("size", "64KB", "bytes per application write", low=1, high=IO_MAX)
+    write_rate: float | None = param("rate", None,
+                                     "sender's writing pace, like a producer of logs or video (2mbit, 250KB/s): "
+                                     "one write_size write whenever the pace allows; unset: as fast as it can",
+                                     low=0.0, low_open=True, optional=True)
     read_size: int = param("size", "64KB", "bytes per application read", low=1, high=IO_MAX)
     read_rate: float | None = param("rate", None,
                                     "receiver's reading pace, like curl --limit-rate (100KB/s, 800kbit); "
@@ -56,7 +60,8 @@ class Bulk(Workload):
             "connections": self.connection_count(),
             "socket": {"cc": self.cc, "sndbuf": self.sndbuf if sends else None,
                        "rcvbuf": None if sends else self.rcvbuf},
-            "send": {"size": self.size, "write_size": self.write_size} if sends else None,
+            "send": {"size": self.size, "write_size": self.write_size,
+                     "write_rate": None if self.write_rate is None else self.write_rate / 8} if sends else None,
             "receive": None if sends else {
                 "read_size": self.read_size, "pause_after": self.pause_after, "pause_for": self.pause_for,
                 "read_rate": None if self.read_rate is None else self.read_rate / 8,  # bit/s -> bytes/s

@@ -2,7 +2,7 @@
 
 Configuration: ``role`` (server or client), ``address``, ``port``, ``connections`` (made one
 after the other), ``socket`` (:class:`SocketOptions`), and either ``send``
-(``size``, ``write_size``) or ``receive`` (:class:`Pacing`). The writer half-closes when done
+(``size``, ``write_size``, ``write_rate`` in bytes per second) or ``receive`` (:class:`Pacing`). The writer half-closes when done
 and waits for the reader to close, so both ends see the whole transfer.
 """
 
@@ -18,7 +18,8 @@ from .transfer import Pacing, receive, send
 
 def _exchange(conn: socket.socket, config: dict[str, Any], report: harness.SideReport) -> None:
     if config.get("send"):
-        send(conn, config["send"]["size"], config["send"]["write_size"], report)
+        send(conn, config["send"]["size"], config["send"]["write_size"], report,
+             write_rate=config["send"].get("write_rate"))
         conn.shutdown(socket.SHUT_WR)
         receive(conn, Pacing(), report)  # until the reader closes
     else:

@@ -29,12 +29,20 @@ def write(sock: socket.socket, data: bytes | memoryview, report: SideReport) -> 
         view = view[count:]
 
 
-def send(sock: socket.socket, size: int, write_size: int, report: SideReport) -> None:
-    """``size`` bytes of payload in application writes of ``write_size`` bytes."""
+def send(sock: socket.socket, size: int, write_size: int, report: SideReport, *,
+         write_rate: float | None = None) -> None:
+    """``size`` bytes of payload in application writes of ``write_size`` bytes; with
+    ``write_rate`` (bytes per second), each write waits until the pace allows it, the way a
+    producer hands data over as it makes it."""
     chunk = memoryview(bytes(write_size))
     left = size
+    began = time.monotonic()
     while left > 0:
         piece = min(write_size, left)
+        if write_rate:
+            delay = began + (size - left) / write_rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
         write(sock, chunk[:piece], report)
         left -= piece
 
