@@ -466,6 +466,14 @@ class Transfer:
         for window in windows:
             self.round(window, **kw)
 
+    def exchange(self, message: int, reply: int = 100, *, think: float = 0.0) -> None:
+        """A request/response turn: one ``message`` from the client, then (one round trip and
+        ``think`` later) the server's ``reply``, which carries the ACK; the client answers at once."""
+        self._emit(0, flags=ACK | PSH, length=message, win=self._raw(64240))
+        self.t += self.rtt + think
+        self._emit(1, flags=ACK | PSH, length=reply, win=self._raw(1 << 20))
+        self.t += 1e-4
+
     def idle(self, seconds: float) -> None:
         """The application gives TCP nothing for a while (everything sent is ACKed)."""
         self.t += seconds

@@ -13,6 +13,7 @@ import subprocess
 import threading
 import time
 
+import pandas as pd
 import pytest
 
 from tcplab.analysis import read_packets
@@ -137,6 +138,82 @@ def test_application_limited_sender(tmp_path):
     assert d.evidence["gaps"] == 14
     # From the last segment: one round trip for its ACK, then the 200 ms pause.
     assert d.evidence["gap_s"] == pytest.approx(14 * 0.22, abs=0.01)
+
+
+def test_request_response_turns_are_application_limited(tmp_path):
+    tr = Transfer()
+    for _ in range(30):
+        tr.exchange(1000, reply=100)
+    d = run(tmp_path, tr)
+    assert d.label == "application-limited", d.summary
+    assert d.evidence["exchanges"] == 30
+    assert d.evidence["message_median_bytes"] == 1000
+    # From one message to the next: the round trip to the peer and back.
+    assert d.evidence["peer_wait_median_s"] == pytest.approx(0.02, abs=0.001)
+    gaps = d.metrics.gaps
+    assert set(gaps["reason"]) == {"peer-wait"} and len(gaps) == 29
+    assert "request/response" in d.summary
+
+
+def test_large_request_response_messages_are_not_application_limited(tmp_path):
+    # Each message needs several round trips of its own: the window, not the turn-taking, paces it.
+    tr = Transfer()
+    for _ in range(6):
+        tr.rounds([40000] * 4, rwnd=1 << 20)
+        tr.exchange(100, reply=100)
+    d = run(tmp_path, tr)
+    assert d.label != "application-limited", d.summary
+
+
+def congestion_avoidance():
+    """No loss, flat RTT, far below the receiver's window; in flight grows by one MSS per
+    round trip, as cwnd does in congestion avoidance."""
+    tr = Transfer()
+    tr.rounds([(20 + k) * 1448 for k in range(60)], rwnd=8 << 20)
+    return tr
+
+
+def test_a_growing_window_without_loss_is_cwnd_limited(tmp_path):
+    d = run(tmp_path, congestion_avoidance())
+    assert d.label == "cwnd-limited", d.summary
+    assert d.evidence["cwnd_evidence"] == "growth"
+    # Quarters 2 and 4 hold round trips ~15-29 and ~45-59: (20+59)/(20+29) MSS at their 90th percentiles.
+    assert 1.4 <= d.evidence["inflight_growth"] <= 1.7
+    assert dict(d.limits)["cwnd-limited"] >= 0.9
+    # A pinned send buffer is the user's own statement of the limit: the context wins.
+    pinned = run(tmp_path, congestion_avoidance(), context={"sndbuf": 65536})
+    assert pinned.label == "sender-buffer-limited", pinned.summary
+
+
+def _telemetry(sndbuf_limited_s, rwnd_limited_s=math.nan):
+    n = 5
+    return pd.DataFrame({
+        "time": [1.0 + k for k in range(n)], "side": ["client"] * n, "src": ["10.0.0.1"] * n, "sport": [40000] * n,
+        "dst": ["10.0.0.2"] * n, "dport": [5001] * n, "cwnd": [22] * n, "ssthresh": [16] * n, "rtt": [0.02] * n,
+        "busy_s": [0.2 * (k + 1) for k in range(n)], "rwnd_limited_s": [rwnd_limited_s] * n,
+        "sndbuf_limited_s": [sndbuf_limited_s] * n})
+
+
+def test_kernel_telemetry_tells_cwnd_from_send_buffer(tmp_path):
+    # The same flat plateau twice; only the kernel's own account differs.
+    d = run(tmp_path, sender_buffer(), telemetry=_telemetry(math.nan))  # ss printed no sndbuf_limited
+    assert d.label == "cwnd-limited", d.summary
+    assert d.evidence["cwnd_evidence"] == "telemetry"
+    assert "22 segments and ssthresh 16" in d.summary
+    d = run(tmp_path, sender_buffer(), telemetry=_telemetry(0.5))  # half of the 1 s busy
+    assert d.label == "sender-buffer-limited", d.summary
+
+
+def test_loss_with_the_window_cut_between_losses_is_congestion_loss(tmp_path):
+    # A loss every fourth round trip, the window halved after each and growing back slowly:
+    # most round trips are loss-free, but the loss keeps the window small.
+    tr = Transfer()
+    for k in range(40):
+        tr.round((10 + k % 4) * 1448, rwnd=8 << 20, lose=2 if k % 4 == 0 else None)
+    d = run(tmp_path, tr)
+    assert d.label == "congestion-loss", d.summary
+    assert dict(d.limits).get("cwnd-limited", 0) > 0
+    assert "congestion window" in d.summary
 
 
 def test_queue_building_is_path_bandwidth(tmp_path):
@@ -283,3 +360,26 @@ def test_real_slow_reader_is_zero_window(root, tmp_path):
     assert d.label == "zero-window", d.summary
     assert m.zero_window_packets >= 1 and m.persist_probes >= 1 and m.window_updates >= 1
     assert 0.7 <= m.zero_window_s <= 1.2
+
+
+@live
+def test_real_paced_writer_is_application_limited(root, tmp_path):
+    """A producer that writes 16 KB at 2 Mbit/s over a 100 Mbit/s, 20 ms path: TCP waits for
+    the application, and the diagnosis says so, with the pauses it saw."""
+    from tcplab.cases import Trial
+    from tcplab.experiment import Experiment
+    from tcplab.lab import Path
+    from tcplab.traffic import Bulk
+
+    workload = Bulk(size="256KB", write_size="16KB", write_rate="2mbit", cc="cubic", port=5361)
+    with Path(rtt="20ms", rate="100mbit") as path:
+        run_ = Experiment(path, workload, case="paced", runs_dir=tmp_path).run()
+    d = Trial("paced", run_).diagnosis
+    m = d.metrics
+    assert d.label == "application-limited", d.summary
+    # 16 writes 65.5 ms apart, each out within a round trip or two: one pause after each but the last.
+    assert 12 <= d.evidence["gaps"] <= 15, m.gaps
+    assert set(m.gaps["reason"]) <= {"application", "ack-wait"}
+    assert m.retransmissions == 0 and m.zero_window_packets == 0
+    # Goodput is the writer's pace, far below the path's 100 Mbit/s.
+    assert 1.6e6 <= m.goodput_bps <= 2.6e6, m.goodput_bps

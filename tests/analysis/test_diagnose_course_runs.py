@@ -16,10 +16,14 @@ KNOWN = {
     ("02-receive-buffer", "rtt40-rcvbuf8KB#1"): "receiver-window-limited",
     ("03-bdp-sweep", "pinned-2ms-loss-10"): "congestion-loss",
     ("04-nagle-delayed-ack", "split-nagle"): "nagle-delayed-ack",
+    ("04-nagle-delayed-ack", "split-nodelay-20ms"): "application-limited",  # request/response turns
     ("05-zero-window", "rcvbuf-256KB"): "zero-window",
     ("06-packet-loss", "bbr-20ms-10pct-seed1"): "congestion-loss",
+    ("06-packet-loss", "cubic-20ms-1pct-seed1"): "congestion-loss",  # mostly the cwnd the losses cut
     ("07-window-scaling", "off-client-20ms"): "window-scaling-absent",
     ("08-slow-start", "initcwnd-default#1"): "slow-start",
+    ("08-slow-start", "idle-cubic-ssai1"): "application-limited",  # 2 s without a request
+    ("08-slow-start", "next-save0"): "cwnd-limited",  # congestion avoidance from a cached ssthresh
 }
 
 

@@ -15,12 +15,24 @@ limit its packets show, checked in this order:
 
 The shares of time give :attr:`Diagnosis.limits`; the largest names the diagnosis, after
 the sender side is split by what else the packets (and the run's context or kernel
-telemetry, when given) say: ``slow-start`` for a transfer over in a few round trips,
-``path-bandwidth`` when goodput reaches the path's rate or round trips grow as a queue
-fills, ``sender-buffer-limited`` when the round trip stays flat. A receiver window capped at
-64 KB without window scaling is ``window-scaling-absent``. When the largest limit covers
-less than :data:`MIN_SHARE` of the transfer, or the packets are too few, the diagnosis is
-``undetermined``: never a guess.
+telemetry, when given) say, in this order:
+
+* ``slow-start``: the transfer is over in a few round trips;
+* the kernel's own account (``ss``'s ``sndbuf_limited`` / ``rwnd_limited`` shares of the
+  busy time), when telemetry is given;
+* ``path-bandwidth``: goodput reaches the path's rate;
+* ``application-limited``: the flow is request/response turns, each message out within a
+  round trip, so the exchange of messages sets the pace, not TCP;
+* ``path-bandwidth``: round trips grow as a queue fills;
+* ``cwnd-limited``: the congestion window holds the sender. The kernel says that neither
+  buffer limits it, or (without telemetry and without a pinned SO_SNDBUF) bytes in flight
+  keep growing, as in congestion avoidance. When the flow lost segments, the cut window is
+  the work of that loss, and the label is ``congestion-loss``;
+* ``sender-buffer-limited``: bytes in flight plateau while the round trip stays flat.
+
+A receiver window capped at 64 KB without window scaling is ``window-scaling-absent``.
+When the largest limit covers less than :data:`MIN_SHARE` of the transfer, or the packets
+are too few, the diagnosis is ``undetermined``: never a guess.
 
 The words come from ``strings/<language>.json``; the labels are stable codes.
 """
@@ -45,7 +57,8 @@ from .packets import PacketTable
 __all__ = ["Diagnosis", "diagnose", "LABELS", "MIN_SHARE", "strings"]
 
 LABELS = ("sender-buffer-limited", "receiver-window-limited", "zero-window", "congestion-loss", "path-bandwidth",
-          "application-limited", "nagle-delayed-ack", "window-scaling-absent", "slow-start", "undetermined")
+          "application-limited", "nagle-delayed-ack", "window-scaling-absent", "slow-start", "cwnd-limited",
+          "undetermined")
 #: The dominant limit must explain at least this share of the transfer's round trips.
 MIN_SHARE = 0.5
 #: Fewer data packets than this tell nothing.
@@ -60,6 +73,13 @@ SENDER_SIDE_WINDOW_SHARE = 0.5
 PATH_RATE_SHARE = 0.8
 #: Kernel telemetry naming a limit for at least this share of the busy time settles it.
 TELEMETRY_SHARE = 0.3
+#: Telemetry giving each buffer less than this share of the busy time leaves the cwnd.
+TELEMETRY_NONE = 0.05
+#: Bytes in flight growing by this factor from the second to the last quarter of the
+#: transfer: a window still opening (congestion avoidance), not a fixed buffer.
+INFLIGHT_GROWTH = 1.3
+#: A request/response flow has at least this many exchanges.
+MIN_EXCHANGES = 3
 SENDER_SIDE = "sender-side"
 
 _CONTEXT_KEYS = {"rate_bps", "rtt_s", "sndbuf", "sndbuf_effective", "rcvbuf", "rcvbuf_effective", "cc",
@@ -151,7 +171,8 @@ def round_states(m: FlowMetrics) -> pd.Series:
     state[_pinned_bins(m, start, end)] = "receiver-window-limited"
     gaps = m.gaps
     for reason, label in (("receiver-window", "receiver-window-limited"), ("ack-wait", SENDER_SIDE),
-                          ("application", "application-limited"), ("nagle-delayed-ack", "nagle-delayed-ack")):
+                          ("application", "application-limited"), ("peer-wait", "application-limited"),
+                          ("nagle-delayed-ack", "nagle-delayed-ack")):
         state[overlap(gaps.loc[gaps["reason"] == reason]) >= 0.5 * m.bin_s] = label
     loss_times = np.concatenate([m.retransmitted["time"].to_numpy(), m.dup_ack_times,
                                  gaps.loc[gaps["reason"] == "retransmission-timeout", "start"].to_numpy()])
@@ -190,6 +211,7 @@ class _Reasoner:
         self.sentences: list[str] = []
         self.rtt = context.get("rtt_s") or m.rtt_s
         self._pending: list[str] = []  # the evidence of an "undetermined" found while splitting
+        self._cwnd_reason: str | None = None  # set when the split finds the cwnd holding the sender
 
     # --- the decision ------------------------------------------------------------------------
     def conclude(self) -> Diagnosis:
@@ -213,6 +235,8 @@ class _Reasoner:
             label = "window-scaling-absent"
         if label == "undetermined":
             return self._done(label, shares, self._pending)
+        if label != best and label in shares.index:
+            share = float(shares[label])  # the label's own round trips, not the sender side's
         return self._done(label, shares, getattr(self, "_" + label.replace("-", "_"))(share))
 
     def _split_sender_side(self) -> str:
@@ -225,17 +249,65 @@ class _Reasoner:
         rate = self.context.get("rate_bps")
         if rate and m.goodput_bps >= PATH_RATE_SHARE * self._max_goodput(rate):
             return "path-bandwidth"
+        if self._turns() is not None:
+            return "application-limited"
         if m.vantage == "receiver" and not tel:
             self._pending = self._say("undetermined-vantage")
             return "undetermined"
         growth = self._rtt_growth()
         if growth >= RTT_QUEUE:
             return "path-bandwidth"
+        cwnd_reason = self._cwnd_holds()
+        if cwnd_reason:
+            self._cwnd_reason = cwnd_reason
+            return "congestion-loss" if m.retransmissions > 0 else "cwnd-limited"
         window_share = m.inflight_plateau_bytes / m.rwnd_median_bytes if m.rwnd_median_bytes > 0 else math.nan
         if growth <= RTT_FLAT and (window_share <= SENDER_SIDE_WINDOW_SHARE or self.context.get("sndbuf")):
             return "sender-buffer-limited"
         self._pending = self._say("undetermined-rtt", rtt_min=_dur(m.rtt_min_s), rtt_p90=_dur(m.rtt_p90_s))
         return "undetermined"
+
+    def _turns(self) -> pd.DataFrame | None:
+        """The sender's messages when the flow takes turns with its peer, each message out
+        within a round trip (so the wait for the peer, not TCP, sets the pace); else None."""
+        m = self.m
+        ex = m.requests
+        if len(ex) < MIN_EXCHANGES or not (math.isfinite(m.rtt_s) and m.rtt_s > 0):
+            return None
+        side = "request" if m.data_dir == 0 else "response"
+        turns = pd.DataFrame({"start": ex[f"{side}_start"], "end": ex[f"{side}_end"], "bytes": ex[f"{side}_bytes"]})
+        if float((turns["end"] - turns["start"]).median()) > m.rtt_s:
+            return None
+        return turns
+
+    def _cwnd_holds(self) -> str | None:
+        """Why the congestion window, not a buffer, holds the sender ("telemetry", "growth",
+        "loss"), or None when nothing says so."""
+        m = self.m
+        tel = m.telemetry_summary
+        if "sndbuf_limited_share" in tel:
+            # ss prints a limit only once the kernel counted some: no number means none.
+            shares = [tel.get(k) for k in ("sndbuf_limited_share", "rwnd_limited_share")]
+            if all(not (x is not None and math.isfinite(x) and x >= TELEMETRY_NONE) for x in shares):
+                return "telemetry"
+            return None
+        if self.context.get("sndbuf"):
+            return None
+        if self._inflight_growth() >= INFLIGHT_GROWTH:
+            return "growth"
+        if m.retransmissions > 0:
+            return "loss"
+        return None
+
+    def _inflight_growth(self) -> float:
+        """Bytes in flight (90th percentile) in the last quarter of the transfer over the second
+        (the first holds slow start)."""
+        values = self.m.inflight["bytes"].to_numpy()
+        if len(values) < 8:
+            return math.nan
+        quarters = np.array_split(values, 4)
+        early = float(np.percentile(quarters[1], 90))
+        return float(np.percentile(quarters[3], 90)) / early if early > 0 else math.nan
 
     def _rtt_growth(self) -> float:
         m = self.m
@@ -319,7 +391,8 @@ class _Reasoner:
         return self._say("congestion-loss", retransmissions=m.retransmissions, loss=_pct(m.loss_fraction),
                          fast_retransmissions=m.fast_retransmissions, timeouts=m.timeouts, dup_acks=m.dup_acks,
                          sack_blocks=m.sack_blocks, share=_pct(share), mathis=_rate_bytes(mathis),
-                         goodput=_rate_bytes(m.goodput_bps))
+                         goodput=_rate_bytes(m.goodput_bps)) + (
+            self._say("congestion-loss-cwnd") + self._cwnd_sentences() if self._cwnd_reason else [])
 
     def _path_bandwidth(self, share: float) -> list[str]:
         m = self.m
@@ -335,18 +408,60 @@ class _Reasoner:
             out += self._say("path-bandwidth-queue", **self._common())
         return out
 
-    def _gap_evidence(self, key: str, reason: str, share: float) -> list[str]:
-        gaps = self.m.gaps.loc[self.m.gaps["reason"] == reason]
+    def _gap_evidence(self, key: str, reasons: tuple[str, ...], share: float) -> list[str]:
+        gaps = self.m.gaps.loc[self.m.gaps["reason"].isin(reasons)]
         self.evidence.update(gaps=len(gaps), gap_s=float(gaps["duration"].sum()),
                              gap_median_s=float(gaps["duration"].median()) if len(gaps) else math.nan)
         return self._say(key, n_gaps=len(gaps), idle=_dur(gaps["duration"].sum()),
                          stall=_dur(gaps["duration"].median()) if len(gaps) else "-", share=_pct(share))
 
     def _application_limited(self, share: float) -> list[str]:
-        return self._gap_evidence("application-limited", "application", share)
+        m = self.m
+        out = []
+        turns = self._turns()
+        if turns is not None:
+            wait = float((turns["start"].shift(-1) - turns["end"]).median())  # from one message to the next
+            self.evidence.update(exchanges=len(turns), message_median_bytes=float(turns["bytes"].median()),
+                                 peer_wait_median_s=wait, rtt_s=self.rtt, goodput_bps=m.goodput_bps)
+            out += self._say("application-exchanges", exchanges=len(turns), message=_size(turns["bytes"].median()),
+                             wait=_dur(wait), rtt=_dur(self.rtt), goodput=_rate_bytes(m.goodput_bps))
+        gaps = m.gaps["reason"].isin(("application", "peer-wait"))
+        if gaps.any() or turns is None:
+            out += self._gap_evidence("application-limited", ("application", "peer-wait"), share)
+            woken = int((m.gaps["reason"] == "peer-wait").sum())
+            if woken:
+                out += self._say("application-peer-wait", n_woken=woken)
+        return out
+
+    def _cwnd_limited(self, share: float) -> list[str]:
+        m = self.m
+        predicted = self._predicted(m.inflight_plateau_bytes)
+        self.evidence.update(inflight_plateau_bytes=m.inflight_plateau_bytes, rwnd_bytes=m.rwnd_median_bytes,
+                             predicted_bps=predicted, goodput_bps=m.goodput_bps, rtt_s=self.rtt,
+                             cwnd_evidence=self._cwnd_reason)
+        return self._say("cwnd-limited", predicted=_rate_bytes(predicted), **self._common()) + self._cwnd_sentences()
+
+    def _cwnd_sentences(self) -> list[str]:
+        """Why the window in use is the congestion window, as :meth:`_cwnd_holds` found it."""
+        m = self.m
+        tel = m.telemetry_summary
+        out = []
+        if self._cwnd_reason == "telemetry":
+            out += self._say("cwnd-telemetry")
+        growth = self._inflight_growth()
+        if math.isfinite(growth) and growth >= INFLIGHT_GROWTH:
+            self.evidence.update(inflight_growth=growth)
+            out += self._say("cwnd-growth", growth=f"{growth:.1f}")
+        if self._cwnd_reason == "loss":
+            out += self._say("cwnd-loss", retransmissions=m.retransmissions)
+        if math.isfinite(tel.get("cwnd_median", math.nan)):
+            ssthresh = tel.get("ssthresh_median", math.nan)
+            out += self._say("telemetry-cwnd-ssthresh", cwnd=f"{tel['cwnd_median']:.0f}",
+                             ssthresh=f"{ssthresh:.0f}" if math.isfinite(ssthresh) else "-")
+        return out
 
     def _nagle_delayed_ack(self, share: float) -> list[str]:
-        return self._gap_evidence("nagle-delayed-ack", "nagle-delayed-ack", share)
+        return self._gap_evidence("nagle-delayed-ack", ("nagle-delayed-ack",), share)
 
     def _slow_start(self) -> list[str]:
         m = self.m
@@ -372,12 +487,22 @@ class _Reasoner:
 
     def _done(self, label: str, shares: pd.Series, sentences: list[str]) -> Diagnosis:
         words = self.words["labels"][label]
-        # The sender side, once split, is named by what it turned out to be.
-        side = label if label in ("sender-buffer-limited", "path-bandwidth", "slow-start") else SENDER_SIDE
-        limits = [(side if k == SENDER_SIDE else k, float(v)) for k, v in shares.items()]
+        limits: dict[str, float] = {}
+        for k, v in shares.items():
+            name = self._side_name(label) if k == SENDER_SIDE else k
+            limits[name] = limits.get(name, 0.0) + float(v)
         summary = self.words["summary"].format(title=words["title"], evidence="; ".join(sentences))
-        return Diagnosis(label=label, title=words["title"], explanation=words["explanation"], limits=limits,
-                         evidence=self.evidence, sentences=sentences, summary=summary, metrics=self.m)
+        return Diagnosis(label=label, title=words["title"], explanation=words["explanation"],
+                         limits=sorted(limits.items(), key=lambda kv: -kv[1]), evidence=self.evidence,
+                         sentences=sentences, summary=summary, metrics=self.m)
+
+    def _side_name(self, label: str) -> str:
+        """The sender side, once split, is named by what it turned out to be."""
+        if self._cwnd_reason:
+            return "cwnd-limited"
+        if label in ("sender-buffer-limited", "path-bandwidth", "slow-start", "application-limited"):
+            return label
+        return SENDER_SIDE
 
 
 def _pct(x: float) -> str:

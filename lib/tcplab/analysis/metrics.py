@@ -39,7 +39,10 @@ class FlowMetrics:
     Series (DataFrames, ``time`` in seconds since the capture's first frame):
     ``throughput`` (time, sent_bps, delivered_bps), ``inflight`` (time, bytes),
     ``rwnd`` (time, bytes, raw), ``rtt`` (time, rtt, source: "ack" or "ts"),
-    ``gaps`` (start, end, duration, outstanding, reason), ``zero_windows`` (start, end,
+    ``gaps`` (start, end, duration, outstanding, reason: zero-window, retransmission-timeout,
+    nagle-delayed-ack, application (nothing in flight, the sender woke by itself), peer-wait
+    (nothing in flight until the peer sent data: a request/response turn), receiver-window,
+    ack-wait), ``zero_windows`` (start, end,
     duration), ``delayed_acks`` (time, ack_rtt, extra), ``retransmitted`` (time, seq, len, fast,
     spurious), ``recoveries`` (start, end, duration: from the duplicate ACKs announcing a
     loss to the ACK of the resent data), ``requests`` (request/response
@@ -426,6 +429,7 @@ class _Builder:
             else np.array([])
         rw_t, rw_v = self.rwnd_df["time"].to_numpy(), self.rwnd_df["raw"].to_numpy()
         rw_b = self.rwnd_df["bytes"].to_numpy()
+        peer_data = acks["len"].to_numpy() > 0
         mss = self.out["mss"] or 1460
         rows = []
         for i in np.flatnonzero(np.diff(t) > threshold):
@@ -451,6 +455,9 @@ class _Builder:
                 reason = "nagle-delayed-ack"
             elif outstanding <= 0 and not woke_on_ack:
                 reason = "application"
+            elif outstanding <= 0 and peer_data[j]:
+                # Woken by the peer's data, not by an ACK of its own: a request/response turn.
+                reason = "peer-wait"
             elif math.isfinite(rwnd_start) and high[i] - (ack_v[max(np.searchsorted(ack_t, start, side="right") - 1, 0)]
                                                       if len(ack_v) else 0) >= rwnd_start - mss:
                 reason = "receiver-window"
