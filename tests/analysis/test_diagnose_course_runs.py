@@ -33,3 +33,15 @@ def test_a_recorded_run_is_named_for_its_cause(case, variant):
     diagnosis = trial.diagnosis
     assert diagnosis.label == KNOWN[case, variant], diagnosis.summary
     assert diagnosis.sentences and diagnosis.evidence
+
+
+def test_resends_wireshark_calls_out_of_order_still_count_as_loss():
+    """In this recorded run the receiver's window grew during recovery, so Wireshark's rules
+    call every resend "out-of-order"; counted by sequence coverage they are resends, and
+    the diagnosis sees the loss."""
+    trial = Trial("next-save1", Run.load(data_root() / "replay" / "08-slow-start" / "next-save1"))
+    m = trial.metrics
+    assert m.retransmissions == 0 and m.resent_segments > 100
+    resent = trial.packets.packets["rel_time"].isin(m.resent["time"])
+    assert trial.packets.packets.loc[resent, "out_of_order"].all()
+    assert dict(trial.diagnosis.limits).get("congestion-loss", 0) > 0.2

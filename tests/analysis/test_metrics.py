@@ -156,3 +156,20 @@ def test_flow_choice_and_bad_input(tmp_path):
     with pytest.raises(ParameterError, match="bin_s"):
         flow_metrics(table, bin_s=0)
     assert flow_metrics(table, bin_s=0.005).bin_s == 0.005
+
+
+def test_resends_are_counted_by_sequence_coverage_too(tmp_path):
+    # Fast retransmissions: Wireshark's count and the coverage count agree.
+    tr = Transfer()
+    for k in range(6):
+        tr.round(20 * MSS, rwnd=1 << 20, lose=3 if k % 2 else None)
+    m = metrics_of(tmp_path, tr.frames)
+    assert m.retransmissions == 3 and m.resent_segments == 3 and m.resent_bytes == 3 * MSS
+    assert m.resent_fraction == pytest.approx(3 / (6 * 20))
+    assert list(m.resent["time"]) == list(m.retransmitted["time"])
+    # Zero-window probes carry an old byte on purpose: not a resend.
+    tr = Transfer()
+    tr.rounds([20 * MSS] * 3)
+    tr.zero_window(20 * MSS, closed_s=1.0)
+    m = metrics_of(tmp_path, tr.frames)
+    assert m.persist_probes > 0 and m.resent_segments == 0

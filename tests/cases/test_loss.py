@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -30,12 +31,14 @@ def data_then_resend():
     return packets(rows)
 
 
-def test_resent_counts_segments_that_carry_no_new_byte():
-    out = loss.resent(data_then_resend())
-    assert out["segments"] == 7
-    assert out["resent"] == 1
-    assert out["share"] == pytest.approx(1 / 7)
-    assert list(out["times"]) == [pytest.approx(0.271)]
+def test_a_resend_after_a_long_silence_is_a_timeout():
+    # The resends (by sequence coverage) are at 0.271, 0.267 s after the last data segment, and 0.272.
+    trial = SimpleNamespace(packets=data_then_resend(), trace=None,
+                            metrics=SimpleNamespace(resent=pd.DataFrame({"time": [0.271, 0.272]})))
+    out = loss.timeouts(trial)
+    assert list(out["time"]) == [pytest.approx(0.271)]
+    assert out["silence_s"].iloc[0] == pytest.approx(0.267)
+    assert math.isnan(out["cwnd_min_after"].iloc[0])  # no tcp_probe samples
 
 
 def test_window_cuts_find_each_lowering_of_ssthresh():

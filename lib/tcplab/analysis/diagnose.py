@@ -174,7 +174,7 @@ def round_states(m: FlowMetrics) -> pd.Series:
                           ("application", "application-limited"), ("peer-wait", "application-limited"),
                           ("nagle-delayed-ack", "nagle-delayed-ack")):
         state[overlap(gaps.loc[gaps["reason"] == reason]) >= 0.5 * m.bin_s] = label
-    loss_times = np.concatenate([m.retransmitted["time"].to_numpy(), m.dup_ack_times,
+    loss_times = np.concatenate([m.retransmitted["time"].to_numpy(), m.resent["time"].to_numpy(), m.dup_ack_times,
                                  gaps.loc[gaps["reason"] == "retransmission-timeout", "start"].to_numpy()])
     hit = np.zeros(n, bool)
     idx = np.searchsorted(start, loss_times, side="right") - 1
@@ -233,6 +233,10 @@ class _Reasoner:
             label = self._split_sender_side()
         elif best == "receiver-window-limited" and m.window_scaling == "off" and m.rwnd_max_bytes <= 65535:
             label = "window-scaling-absent"
+        elif best == "congestion-loss" and self._at_path_rate():
+            # A flow that fills the path loses what overflows the bottleneck's queue: the
+            # losses are how the path says it is full, not what holds the flow back.
+            label = "path-bandwidth"
         if label == "undetermined":
             return self._done(label, shares, self._pending)
         if label != best and label in shares.index:
@@ -246,8 +250,7 @@ class _Reasoner:
             return "sender-buffer-limited"
         if tel.get("rwnd_limited_share", 0) >= TELEMETRY_SHARE:
             return "receiver-window-limited"
-        rate = self.context.get("rate_bps")
-        if rate and m.goodput_bps >= PATH_RATE_SHARE * self._max_goodput(rate):
+        if self._at_path_rate():
             return "path-bandwidth"
         if self._turns() is not None:
             return "application-limited"
@@ -260,12 +263,16 @@ class _Reasoner:
         cwnd_reason = self._cwnd_holds()
         if cwnd_reason:
             self._cwnd_reason = cwnd_reason
-            return "congestion-loss" if m.retransmissions > 0 else "cwnd-limited"
+            return "congestion-loss" if _lost(m) else "cwnd-limited"
         window_share = m.inflight_plateau_bytes / m.rwnd_median_bytes if m.rwnd_median_bytes > 0 else math.nan
         if growth <= RTT_FLAT and (window_share <= SENDER_SIDE_WINDOW_SHARE or self.context.get("sndbuf")):
             return "sender-buffer-limited"
         self._pending = self._say("undetermined-rtt", rtt_min=_dur(m.rtt_min_s), rtt_p90=_dur(m.rtt_p90_s))
         return "undetermined"
+
+    def _at_path_rate(self) -> bool:
+        rate = self.context.get("rate_bps")
+        return bool(rate) and self.m.goodput_bps >= PATH_RATE_SHARE * self._max_goodput(rate)
 
     def _turns(self) -> pd.DataFrame | None:
         """The sender's messages when the flow takes turns with its peer, each message out
@@ -295,7 +302,7 @@ class _Reasoner:
             return None
         if self._inflight_growth() >= INFLIGHT_GROWTH:
             return "growth"
-        if m.retransmissions > 0:
+        if _lost(m):
             return "loss"
         return None
 
@@ -319,7 +326,7 @@ class _Reasoner:
     def _short_transfer(self) -> bool:
         m = self.m
         rtt = m.rtt_s
-        return math.isfinite(rtt) and rtt > 0 and m.transfer_s < SLOW_START_ROUNDS * rtt and m.retransmissions == 0 \
+        return math.isfinite(rtt) and rtt > 0 and m.transfer_s < SLOW_START_ROUNDS * rtt and not _lost(m) \
             and m.zero_window_packets == 0
 
     def _max_goodput(self, rate: float) -> float:
@@ -384,11 +391,14 @@ class _Reasoner:
     def _congestion_loss(self, share: float) -> list[str]:
         m = self.m
         mathis = math.nan
-        if m.loss_fraction > 0 and math.isfinite(self.rtt) and self.rtt > 0:
-            mathis = theory.mathis_throughput(m.mss or 1460, self.rtt, min(m.loss_fraction, 1.0))
-        self.evidence.update(retransmissions=m.retransmissions, loss_fraction=m.loss_fraction, timeouts=m.timeouts,
-                             dup_acks=m.dup_acks, mathis_bps=mathis, goodput_bps=m.goodput_bps)
-        return self._say("congestion-loss", retransmissions=m.retransmissions, loss=_pct(m.loss_fraction),
+        lost = max(m.loss_fraction, m.resent_fraction)
+        if lost > 0 and math.isfinite(self.rtt) and self.rtt > 0:
+            mathis = theory.mathis_throughput(m.mss or 1460, self.rtt, min(lost, 1.0))
+        self.evidence.update(retransmissions=m.retransmissions, resent_segments=m.resent_segments,
+                             loss_fraction=lost, timeouts=m.timeouts, dup_acks=m.dup_acks, mathis_bps=mathis,
+                             goodput_bps=m.goodput_bps)
+        return self._say("congestion-loss", resent=max(m.resent_segments, m.retransmissions), loss=_pct(lost),
+                         retransmissions=m.retransmissions,
                          fast_retransmissions=m.fast_retransmissions, timeouts=m.timeouts, dup_acks=m.dup_acks,
                          sack_blocks=m.sack_blocks, share=_pct(share), mathis=_rate_bytes(mathis),
                          goodput=_rate_bytes(m.goodput_bps)) + (
@@ -406,6 +416,9 @@ class _Reasoner:
                              rate=format_rate(rate), max_goodput=_rate_bytes(best))
         if self._rtt_growth() >= RTT_QUEUE or not rate:
             out += self._say("path-bandwidth-queue", **self._common())
+        if _lost(m):
+            out += self._say("path-bandwidth-overflow", resent=max(m.resent_segments, m.retransmissions),
+                             loss=_pct(max(m.loss_fraction, m.resent_fraction)))
         return out
 
     def _gap_evidence(self, key: str, reasons: tuple[str, ...], share: float) -> list[str]:
@@ -453,7 +466,7 @@ class _Reasoner:
             self.evidence.update(inflight_growth=growth)
             out += self._say("cwnd-growth", growth=f"{growth:.1f}")
         if self._cwnd_reason == "loss":
-            out += self._say("cwnd-loss", retransmissions=m.retransmissions)
+            out += self._say("cwnd-loss", resent=max(m.resent_segments, m.retransmissions))
         if math.isfinite(tel.get("cwnd_median", math.nan)):
             ssthresh = tel.get("ssthresh_median", math.nan)
             out += self._say("telemetry-cwnd-ssthresh", cwnd=f"{tel['cwnd_median']:.0f}",
@@ -503,6 +516,11 @@ class _Reasoner:
         if label in ("sender-buffer-limited", "path-bandwidth", "slow-start", "application-limited"):
             return label
         return SENDER_SIDE
+
+
+def _lost(m: FlowMetrics) -> bool:
+    """Whether the flow resent anything, by Wireshark's rules or by sequence coverage."""
+    return m.retransmissions > 0 or m.resent_segments > 0
 
 
 def _pct(x: float) -> str:

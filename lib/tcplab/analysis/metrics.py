@@ -44,7 +44,8 @@ class FlowMetrics:
     (nothing in flight until the peer sent data: a request/response turn), receiver-window,
     ack-wait), ``zero_windows`` (start, end,
     duration), ``delayed_acks`` (time, ack_rtt, extra), ``retransmitted`` (time, seq, len, fast,
-    spurious), ``recoveries`` (start, end, duration: from the duplicate ACKs announcing a
+    spurious: Wireshark's retransmissions), ``resent`` (time, seq, len: every data segment
+    that carries no byte beyond the highest one sent before it), ``recoveries`` (start, end, duration: from the duplicate ACKs announcing a
     loss to the ACK of the resent data), ``requests`` (request/response
     breakdown), ``telemetry`` (the sender's ``ss`` rows for this flow, if given).
     """
@@ -84,6 +85,9 @@ class FlowMetrics:
     spurious_retransmissions: int
     retransmitted_bytes: int
     loss_fraction: float
+    resent_segments: int  # by sequence coverage: no byte beyond the highest already sent
+    resent_bytes: int
+    resent_fraction: float
     timeouts: int
     dup_acks: int
     sack_packets: int
@@ -106,6 +110,7 @@ class FlowMetrics:
     delayed_acks: pd.DataFrame = field(repr=False)
     requests: pd.DataFrame = field(repr=False)
     retransmitted: pd.DataFrame = field(repr=False)
+    resent: pd.DataFrame = field(repr=False)
     recoveries: pd.DataFrame = field(repr=False)
     dup_ack_times: np.ndarray = field(repr=False)
     telemetry: pd.DataFrame | None = field(default=None, repr=False)
@@ -377,6 +382,17 @@ class _Builder:
         d, r = self.data, self.rcv
         retx = d.loc[d["retransmission"]]
         payload = self.out["payload_bytes"]
+        # Wireshark calls a resend "out-of-order" when the receiver's window changed while it
+        # sent duplicate ACKs (they are then window updates, not duplicates), so its count
+        # runs short under loss; sequence coverage does not. Probes carry old bytes on purpose.
+        ends = (d["seq"] + d["len"]).to_numpy()
+        highest_before = np.concatenate([[-np.inf], np.maximum.accumulate(ends)[:-1]]) if len(ends) else ends
+        again = d.loc[(ends <= highest_before) & ~(d["keep_alive"] | d["zero_window_probe"]).to_numpy()]
+        self.out.update(
+            resent=pd.DataFrame({"time": again["rel_time"].to_numpy(), "seq": again["seq"].to_numpy(),
+                                 "len": again["len"].to_numpy()}),
+            resent_segments=len(again), resent_bytes=int(again["len"].sum()),
+            resent_fraction=float(again["len"].sum() / payload) if payload else 0.0)
         self.out.update(
             retransmitted=pd.DataFrame({"time": retx["rel_time"].to_numpy(), "seq": retx["seq"].to_numpy(),
                                         "len": retx["len"].to_numpy(),

@@ -3,10 +3,10 @@
 Everything reads a trial's record (the sender-side capture and the kernel's ``tcp_probe``
 tracepoint), so it answers the same live and in replay.
 
-Resent segments are counted by sequence coverage, not by Wireshark's labels: a data
-segment that carries no byte beyond the highest one already sent is a retransmission.
-The expert analysis calls some of them "out of order" (the receiver's window grew while
-it was sending duplicate ACKs, so those ACKs count as window updates, not duplicates).
+Resent segments are counted by sequence coverage (:attr:`FlowMetrics.resent_segments`),
+not by Wireshark's labels: the expert analysis calls some of them "out of order" (the
+receiver's window grew while it was sending duplicate ACKs, so those ACKs count as window
+updates, not duplicates).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..analysis import theory
 from ..plots import flow_view
 from . import sweep
 
-__all__ = ["expected_goodput", "transfer_size", "seconds_for", "lasting", "resent", "sender_probe", "window_cuts",
+__all__ = ["expected_goodput", "transfer_size", "seconds_for", "lasting", "sender_probe", "window_cuts",
            "timeouts", "measure", "points", "label", "run", "summary"]
 
 #: Sender silence before a resend that makes it a retransmission *timeout*: Linux's RTO is
@@ -65,22 +65,6 @@ def seconds_for(seconds: float, rtt_s: float) -> float:
     """Longer paths need longer transfers (a loss cycle lasts more round trips' worth of
     time): ``seconds`` at 20 ms and below, times √(rtt / 20 ms) above."""
     return seconds * max(1.0, math.sqrt(rtt_s / 0.020))
-
-
-def _data(packets) -> pd.DataFrame:
-    view, _, direction = flow_view(packets)
-    return view[(view["dir"] == direction) & (view["len"] > 0)]
-
-
-def resent(packets) -> dict[str, Any]:
-    """Data segments sent, those resent (no new byte), and the resent share."""
-    data = _data(packets)
-    ends = (data["seq"] + data["len"]).to_numpy()
-    highest_before = np.concatenate([[-1], np.maximum.accumulate(ends)[:-1]])
-    again = ends <= highest_before
-    sent = int(len(data))
-    return {"segments": sent, "resent": int(again.sum()), "share": float(again.sum() / sent) if sent else math.nan,
-            "times": data["rel_time"].to_numpy()[again]}
 
 
 def sender_probe(trial: Any) -> pd.DataFrame:
@@ -127,15 +111,15 @@ def window_cuts(probe: pd.DataFrame) -> pd.DataFrame:
 def timeouts(trial: Any, probe: pd.DataFrame | None = None) -> pd.DataFrame:
     """Resends after ≥ :data:`RTO_SILENCE_S` of sender silence (retransmission timeouts), with
     the smallest cwnd the sender reported in the 0.3 s after each."""
-    data = _data(trial.packets)
-    t = data["rel_time"].to_numpy()
-    ends = (data["seq"] + data["len"]).to_numpy()
-    highest_before = np.concatenate([[-1], np.maximum.accumulate(ends)[:-1]])
-    silence = np.concatenate([[0.0], np.diff(t)])
-    hit = (ends <= highest_before) & (silence >= RTO_SILENCE_S)
+    view, _, direction = flow_view(trial.packets)
+    sent = view.loc[(view["dir"] == direction) & (view["len"] > 0), "rel_time"].to_numpy()
+    resent = trial.metrics.resent["time"].to_numpy()
+    before = sent[np.maximum(np.searchsorted(sent, resent, side="left") - 1, 0)] if len(sent) else resent
+    silence = np.where(resent > sent[0], resent - before, 0.0) if len(sent) else resent * 0
+    hit = silence >= RTO_SILENCE_S
     probe = sender_probe(trial) if probe is None else probe
     rows = []
-    for when, quiet in zip(t[hit], silence[hit]):
+    for when, quiet in zip(resent[hit], silence[hit]):
         window = probe[(probe["time"] >= when) & (probe["time"] <= when + 0.3)]["cwnd"]
         rows.append({"time": when, "silence_s": quiet,
                      "cwnd_min_after": float(window.min()) if len(window) else math.nan})
@@ -144,12 +128,13 @@ def timeouts(trial: Any, probe: pd.DataFrame | None = None) -> pd.DataFrame:
 
 def measure(trial: Any) -> dict[str, Any]:
     """The loss-specific numbers of one trial: resent share, loss events, cut ratio, timeouts."""
-    again = resent(trial.packets)
+    m = trial.metrics
     probe = sender_probe(trial)
     cuts = window_cuts(probe)
     big = cuts[cuts["cwnd_before"] >= 10]
     rto = timeouts(trial, probe)
-    return {"resent %": 100 * again["share"], "resent": again["resent"], "segments": again["segments"],
+    share = m.resent_segments / m.data_packets if m.data_packets else math.nan
+    return {"resent %": 100 * share, "resent": m.resent_segments, "segments": m.data_packets,
             "loss events": len(cuts), "cut ratio": float(big["ratio"].median()) if len(big) else math.nan,
             "timeouts": len(rto),
             "cwnd after timeout": float(rto["cwnd_min_after"].median()) if len(rto) else math.nan}
