@@ -43,6 +43,15 @@ def test_equal_params_equal_key_and_newest_wins(tmp_path):
     assert find_run("c", key_of({**PARAMS, "path": {"rtt": 0.04}}), runs_dir=tmp_path) is None
 
 
+def test_a_new_unset_parameter_keeps_old_runs_found(tmp_path):
+    old = RunWriter("c", PARAMS, runs_dir=tmp_path).finish()
+    grown = {**PARAMS, "workload": {**PARAMS["workload"], "write_rate": None}}
+    assert key_of(grown) == key_of(PARAMS)
+    assert find_run("c", key_of(grown), runs_dir=tmp_path).dir == old.dir
+    # Set, the new parameter makes a different run.
+    assert key_of({**PARAMS, "workload": {**PARAMS["workload"], "write_rate": 1e6}}) != key_of(PARAMS)
+
+
 def test_failed_block_is_marked_failed_and_keeps_logs(tmp_path):
     with pytest.raises(RuntimeError, match="workload hung"):
         with record("c", PARAMS, runs_dir=tmp_path) as writer:

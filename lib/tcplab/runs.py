@@ -61,9 +61,19 @@ def runs_root(runs_dir: str | os.PathLike | None = None) -> Path:
 
 
 def key_of(params: Mapping[str, Any]) -> str:
-    """A stable hash of a run's parameters: equal parameters, equal key."""
-    text = json.dumps(params, sort_keys=True, default=str, separators=(",", ":"))
+    """A stable hash of a run's parameters: equal parameters, equal key. Unset parameters
+    (None) are left out, so a new optional parameter does not orphan the runs recorded
+    before it existed (they ran without it, which is what unset means)."""
+    text = json.dumps(_without_unset(params), sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _without_unset(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_unset(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_without_unset(v) for v in value]
+    return value
 
 
 def tool_version(argv: list[str]) -> str | None:
@@ -336,5 +346,7 @@ def load_run(directory: str | os.PathLike) -> Run:
 
 def find_run(case: str, key: str, *, runs_dir: str | os.PathLike | None = None) -> Run | None:
     """The newest complete run of ``case`` with parameters hashing to ``key``."""
-    matches = [r for r in list_runs(case, runs_dir=runs_dir) if r.status == COMPLETE and r.key == key]
+    # The key is recomputed from the recorded parameters: keys stored by older versions
+    # of key_of still counted unset parameters.
+    matches = [r for r in list_runs(case, runs_dir=runs_dir) if r.status == COMPLETE and key_of(r.params) == key]
     return matches[-1] if matches else None

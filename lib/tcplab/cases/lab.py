@@ -188,7 +188,7 @@ class CaseLab:
             raise replay.ReplayMissing(f"{self.case_id}: no recorded run named {label!r}; recorded: "
                                        f"{', '.join(recorded) or 'none'}")
         run = Run.load(directory)
-        if run.key != key_of(params):
+        if key_of(run.params) != key_of(params):
             raise replay.ReplayMissing(
                 f"{self.case_id}/{label}: the recorded run was made with other parameters than this notebook "
                 f"asks for (recorded with the {self._recorded.get('profile', '?')} profile and the notebook's "
