@@ -94,6 +94,20 @@ def test_nagle_stalls_and_delayed_acks(tmp_path):
     assert m.delayed_acks["extra"].tolist() == pytest.approx([0.04] * 5, abs=1e-4)
 
 
+def test_a_scale_offered_by_one_end_only_is_not_applied(tmp_path):
+    # The client's SYN lost its window scale option (a middlebox); the server still offers 7.
+    c = Conn()
+    frames = c.handshake(1.0, rtt=0.02, ws=(None, 7))
+    t = 1.03
+    for _ in range(10):
+        frames.append((t, c.send(0, ACK | PSH, MSS)))
+        frames.append((t + 0.02, c.send(1, ACK, win=60000)))
+        t += 0.021
+    m = metrics_of(tmp_path, frames)
+    assert m.window_scaling == "off" and m.receiver_wscale is None
+    assert m.rwnd_max_bytes == 60000  # not 60000 << 7
+
+
 def test_no_window_scaling_and_unknown_scale(tmp_path):
     tr = Transfer(wscale=None)
     tr.rounds([10 * MSS] * 3, rwnd=65535)

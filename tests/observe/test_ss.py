@@ -14,7 +14,7 @@ from tcplab.observe.ss import COLUMNS, SsSampler, parse_ss, ss_command
 # ss -tinmH from iproute2 6.1 on kernel 6.18, edited so that every parsed field appears.
 SAMPLE = """\
 ESTAB 12 39096  10.201.2.2:5301 10.201.1.2:58978
-\t skmem:(r1,rb131072,t2,tb117504,f2504,w50744,o3,bl4,d5) cubic wscale:7,10 rto:240 rtt:38.198/24.815 mss:1448 pmtu:1500 rcvmss:536 advmss:1448 cwnd:18 ssthresh:10 bytes_sent:15988 bytes_retrans:1448 bytes_acked:14540 bytes_received:77 segs_out:12 segs_in:10 data_segs_out:12 send 5458715bps lastsnd:116 lastrcv:304 lastack:52 pacing_rate 2.1Mbps delivery_rate 181128bps delivered:13 app_limited busy:304ms rwnd_limited:120ms(39.5%) sndbuf_limited:30ms(9.9%) unacked:7 retrans:1/3 lost:2 dsack_dups:1 rcv_space:14480 rcv_ssthresh:64088 rcv_wnd:65536 notsent:39096 minrtt:20.206 snd_wnd:1073152
+\t skmem:(r1,rb131072,t2,tb117504,f2504,w50744,o3,bl4,d5) cubic wscale:7,10 rto:240 backoff:2 rtt:38.198/24.815 mss:1448 pmtu:1500 rcvmss:536 advmss:1448 cwnd:18 ssthresh:10 bytes_sent:15988 bytes_retrans:1448 bytes_acked:14540 bytes_received:77 segs_out:12 segs_in:10 data_segs_out:12 send 5458715bps lastsnd:116 lastrcv:304 lastack:52 pacing_rate 2.1Mbps delivery_rate 181128bps delivered:13 app_limited busy:304ms rwnd_limited:120ms(39.5%) sndbuf_limited:30ms(9.9%) unacked:7 retrans:1/3 lost:2 dsack_dups:1 rcv_space:14480 rcv_ssthresh:64088 rcv_wnd:65536 notsent:39096 minrtt:20.206 snd_wnd:1073152
 """
 
 
@@ -31,7 +31,7 @@ def test_literal_sample_every_field():
         "pacing_rate": 2.1e6, "app_limited": True, "bytes_acked": 14540, "bytes_received": 77,
         "busy_s": 0.304, "rwnd_limited_s": 0.120, "sndbuf_limited_s": 0.030,
         "wscale_snd": 7, "wscale_rcv": 10, "minrtt": 0.020206, "advmss": 1448, "rcvmss": 536, "pmtu": 1500,
-        "send_rate": 5458715,
+        "send_rate": 5458715, "backoff": 2,
     }
     for key, value in expected.items():
         assert row[key] == (pytest.approx(value) if isinstance(value, float) else value), key
@@ -54,7 +54,7 @@ def test_absent_fields_are_nan():
     (row,) = parse_ss("ESTAB 0 0 10.0.0.1:1 10.0.0.2:2 skmem:(r0,rb1,t0,tb2,f0,w0,o0,bl0,d0) reno cwnd:10")
     assert row["cc"] == "reno" and row["cwnd"] == 10 and row["app_limited"] is False
     for key in ("rtt", "snd_wnd", "rcv_wnd", "unacked", "lost", "delivery_rate", "rwnd_limited_s",
-                "wscale_snd", "minrtt", "ato", "send_rate"):
+                "wscale_snd", "minrtt", "ato", "send_rate", "backoff"):
         assert math.isnan(row[key]), key
 
 

@@ -71,7 +71,7 @@ class FlowMetrics:
     ts_rtt_median_s: float
     mss: int | None
     window_scaling: str  # on / off / unknown
-    receiver_wscale: int | None
+    receiver_wscale: int | None  # the shift applied to the receiver's windows; None when scaling is off
     rwnd_unknown_scale: bool
     rwnd_median_bytes: float
     rwnd_max_bytes: float
@@ -325,8 +325,10 @@ class _Builder:
                              "bytes": body["win"].where(body["win"] >= 0).astype(float).to_numpy(),
                              "raw": body["win_raw"].to_numpy()})
         self.rwnd_df = rwnd
-        self.out.update(mss=mss, window_scaling=str(info["window_scaling"]) if bool(info["handshake"]) else "unknown",
-                        receiver_wscale=wscale if wscale >= 0 else None, rwnd_unknown_scale=unknown,
+        scaling = str(info["window_scaling"]) if bool(info["handshake"]) else "unknown"
+        # A scale the receiver offered counts only when both ends agreed on scaling.
+        self.out.update(mss=mss, window_scaling=scaling,
+                        receiver_wscale=wscale if wscale >= 0 and scaling == "on" else None, rwnd_unknown_scale=unknown,
                         rwnd_median_bytes=float(rwnd["bytes"].median()) if rwnd["bytes"].notna().any() else math.nan,
                         rwnd_max_bytes=float(rwnd["bytes"].max()) if rwnd["bytes"].notna().any() else math.nan,
                         rwnd=rwnd)

@@ -37,6 +37,8 @@ COLUMNS = [
     "app_limited", "bytes_acked", "bytes_received", "busy_s", "rwnd_limited_s", "sndbuf_limited_s",
     # added for reading ss field by field (case 11)
     "wscale_snd", "wscale_rcv", "minrtt", "ato", "advmss", "rcvmss", "pmtu", "send_rate",
+    # the exponent of the retransmission or persist timer's backoff (ss prints it only when > 0)
+    "backoff",
 ]
 _TEXT = ("side", "src", "dst", "state", "cc")
 _STATES = {"ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT", "UNCONN",
@@ -49,7 +51,7 @@ _PLAIN = {"cwnd": "cwnd", "ssthresh": "ssthresh", "mss": "mss", "snd_wnd": "snd_
           "rcv_space": "rcv_space", "rcv_ssthresh": "rcv_ssthresh", "rcv_wnd": "rcv_wnd",
           "notsent": "notsent", "unacked": "unacked", "lost": "lost",
           "bytes_acked": "bytes_acked", "bytes_received": "bytes_received",
-          "advmss": "advmss", "rcvmss": "rcvmss", "pmtu": "pmtu"}
+          "advmss": "advmss", "rcvmss": "rcvmss", "pmtu": "pmtu", "backoff": "backoff"}
 #: ``key:<n>ms`` durations, stored in seconds.
 _MILLIS = {"rto": "rto", "ato": "ato", "minrtt": "minrtt", "busy": "busy_s", "rwnd_limited": "rwnd_limited_s",
            "sndbuf_limited": "sndbuf_limited_s"}
