@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -145,7 +146,16 @@ class Trial:
             "variant": self.label,
             "goodput Mbit/s": self.goodput_bps / 1e6,
             "duration s": self.duration_s,
+            # getsockopt right after connect: an autotuned buffer grows later, as ss shows.
             "sender SO_SNDBUF": sends.get("sndbuf"),
             "receiver SO_RCVBUF": receives.get("rcvbuf"),
+            "sender tb max (ss)": self._largest(self.sender, "skmem_tb"),
+            "receiver rb max (ss)": self._largest(self.receiver, "skmem_rb"),
             "cc": sends.get("cc"),
         }
+
+    def _largest(self, side: str, column: str) -> float:
+        rows = self.socket_samples(side) if self.telemetry is not None else None
+        if rows is None or rows.empty or column not in rows:
+            return math.nan
+        return float(rows[column].max())
