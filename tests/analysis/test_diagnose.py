@@ -98,6 +98,21 @@ def test_losses_with_fast_retransmissions(tmp_path):
     assert math.isfinite(d.evidence["mathis_bps"])
 
 
+def test_losses_at_the_path_rate_are_path_bandwidth(tmp_path):
+    # The same losses, on a path whose rate the flow fills: the path is the limit, and the
+    # losses are named as what it dropped or what the congestion control rode through.
+    def lossy():
+        tr = Transfer()
+        for k in range(20):
+            tr.round(40000 if k % 2 == 0 else 20000, rwnd=1 << 20, lose=5)
+        return tr
+
+    goodput = run(tmp_path, lossy()).metrics.goodput_bps
+    d = run(tmp_path, lossy(), context={"rate_bps": 1.1 * goodput})
+    assert d.label == "path-bandwidth", d.summary
+    assert "20 segments were resent" in d.summary and "near the path's rate" in d.summary
+
+
 def test_nagle_and_delayed_ack_stalls(tmp_path):
     tr = Transfer()
     tr.rounds([200] * 20, size=200, ack_delay=0.04)
@@ -286,15 +301,17 @@ def _listener(address, rcvbuf):
     return sock
 
 
-def live_transfer(path, pcap, *, size, sndbuf=None, cc=None, rcvbuf=None, read_after=0.0):
-    """The client sends ``size`` bytes to the server, captured by tcpdump next to the client.
+def live_transfer(path, pcap, *, size, sndbuf=None, cc=None, rcvbuf=None, read_after=0.0, at="client"):
+    """The client sends ``size`` bytes to the server, captured by tcpdump next to the client
+    (or next to the server, ``at="server"``).
 
     Sockets are made inside the namespaces (Host.call) and driven from threads of this
     process; ``read_after``: the server application waits that long before reading."""
     listener = path.server.call(_listener, path.server.address, rcvbuf)
     client = path.client.call(_client_socket, sndbuf, cc)
-    dump = path.client.popen(["tcpdump", "--immediate-mode", "-i", path.client.ifname, "-s", "128", "-U",
-                              "-w", str(pcap), "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    host = getattr(path, at)
+    dump = host.popen(["tcpdump", "--immediate-mode", "-i", host.ifname, "-s", "128", "-U",
+                       "-w", str(pcap), "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         heard, deadline = b"", time.monotonic() + 10
         while b"listening on" not in heard and time.monotonic() < deadline:
@@ -346,6 +363,22 @@ def test_real_16k_send_buffer_is_sender_buffer_limited(root, tmp_path):
     assert m.rwnd_median_bytes >= 3 * m.inflight_plateau_bytes
     assert 0.5 <= d.evidence["predicted_bps"] / m.goodput_bps <= 2
     assert "SO_SNDBUF 16 KB" in d.summary
+
+
+@live
+def test_real_capture_at_the_receiver_without_telemetry_is_undetermined(root, tmp_path):
+    """The same 16 KB send buffer, seen from the receiver's side: bytes in flight there look
+    smaller than the sender sees them, and nothing else tells buffer from window. The
+    diagnosis says it cannot tell, and why."""
+    from tcplab.lab import Path
+
+    pcap = tmp_path / "receiver.pcap"
+    with Path(rtt="20ms") as path:
+        live_transfer(path, pcap, size=600_000, sndbuf=16384, cc="bbr", at="server")
+    d = diagnose(read_packets(pcap))
+    assert d.metrics.vantage == "receiver"
+    assert d.label == "undetermined", d.summary
+    assert "next to the receiver" in d.summary
 
 
 @live

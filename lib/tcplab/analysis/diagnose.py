@@ -417,7 +417,8 @@ class _Reasoner:
         if self._rtt_growth() >= RTT_QUEUE or not rate:
             out += self._say("path-bandwidth-queue", **self._common())
         if _lost(m):
-            out += self._say("path-bandwidth-overflow", resent=max(m.resent_segments, m.retransmissions),
+            key = "path-bandwidth-overflow" if self._at_path_rate() else "path-bandwidth-queue-loss"
+            out += self._say(key, resent=max(m.resent_segments, m.retransmissions),
                              loss=_pct(max(m.loss_fraction, m.resent_fraction)))
         return out
 
