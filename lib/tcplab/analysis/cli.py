@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..units import ParameterError, format_duration, format_rate, format_size, parse_duration
+from .diagnose import LABELS
 
 EXIT_OK, EXIT_UNDETERMINED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -26,7 +27,8 @@ FIGURES = ("time_sequence", "throughput", "window_and_inflight", "rtt")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tcplab diagnose", description="Diagnose what limited a TCP transfer in a pcap or pcapng file.",
-        epilog="exit codes: 0 diagnosed; 1 no clear limit (undetermined); "
+        epilog="labels: " + ", ".join(LABELS) + ". "
+               "exit codes: 0 diagnosed; 1 no clear limit (undetermined); "
                "2 bad input (unreadable or not a capture, no TCP, no such flow, bad option)")
     parser.add_argument("file", help="capture file (pcap or pcapng, any link type)")
     parser.add_argument("--flow", type=int, default=None, metavar="N",
