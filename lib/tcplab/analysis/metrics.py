@@ -449,6 +449,10 @@ class _Builder:
         rw_b = self.rwnd_df["bytes"].to_numpy()
         peer_data = acks["len"].to_numpy() > 0
         mss = self.out["mss"] or 1460
+        # Away from the sender, an ACK seen here reaches the sender, and what it sends in answer
+        # comes back here, this much later (the handshake tells where the capture sat).
+        share, hs = self.out["handshake_server_share"], self.out["handshake_rtt_s"]
+        lag = hs * (share if self.dd == 1 else 1 - share) if math.isfinite(share) and math.isfinite(hs) else 0.0
         rows = []
         for i in np.flatnonzero(np.diff(t) > threshold):
             start, end = t[i], t[i + 1]
@@ -464,7 +468,7 @@ class _Builder:
             next_is_retx = bool(d["retransmission"].iloc[i + 1] and not d["fast_retransmission"].iloc[i + 1])
             # Nagle holds data back while a small segment is the only thing un-ACKed.
             small = d["len"].iloc[i] < mss and 0 <= d["bytes_in_flight"].iloc[i] <= mss
-            woke_on_ack = end - last_ack_t < threshold
+            woke_on_ack = end - last_ack_t < threshold + lag
             if window_closed:
                 reason = "zero-window"
             elif next_is_retx:
