@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -252,7 +252,7 @@ class _Reasoner:
             return "receiver-window-limited"
         if self._at_path_rate():
             return "path-bandwidth"
-        if self._turns() is not None:
+        if self.turns is not None:
             return "application-limited"
         if m.vantage == "receiver" and not tel:
             self._pending = self._say("undetermined-vantage")
@@ -274,7 +274,8 @@ class _Reasoner:
         rate = self.context.get("rate_bps")
         return bool(rate) and self.m.goodput_bps >= PATH_RATE_SHARE * self._max_goodput(rate)
 
-    def _turns(self) -> pd.DataFrame | None:
+    @cached_property
+    def turns(self) -> pd.DataFrame | None:
         """The sender's messages when the flow takes turns with its peer, each message out
         within a round trip (so the wait for the peer, not TCP, sets the pace); else None."""
         m = self.m
@@ -300,13 +301,14 @@ class _Reasoner:
             return None
         if self.context.get("sndbuf"):
             return None
-        if self._inflight_growth() >= INFLIGHT_GROWTH:
+        if self.inflight_growth >= INFLIGHT_GROWTH:
             return "growth"
         if _lost(m):
             return "loss"
         return None
 
-    def _inflight_growth(self) -> float:
+    @cached_property
+    def inflight_growth(self) -> float:
         """Bytes in flight (90th percentile) in the last quarter of the transfer over the second
         (the first holds slow start)."""
         values = self.m.inflight["bytes"].to_numpy()
@@ -391,13 +393,13 @@ class _Reasoner:
     def _congestion_loss(self, share: float) -> list[str]:
         m = self.m
         mathis = math.nan
-        lost = max(m.loss_fraction, m.resent_fraction)
+        lost = _loss_share(m)
         if lost > 0 and math.isfinite(self.rtt) and self.rtt > 0:
             mathis = theory.mathis_throughput(m.mss or 1460, self.rtt, min(lost, 1.0))
         self.evidence.update(retransmissions=m.retransmissions, resent_segments=m.resent_segments,
                              loss_fraction=lost, timeouts=m.timeouts, dup_acks=m.dup_acks, mathis_bps=mathis,
                              goodput_bps=m.goodput_bps)
-        return self._say("congestion-loss", resent=max(m.resent_segments, m.retransmissions), loss=_pct(lost),
+        return self._say("congestion-loss", resent=_resends(m), loss=_pct(lost),
                          retransmissions=m.retransmissions,
                          fast_retransmissions=m.fast_retransmissions, timeouts=m.timeouts, dup_acks=m.dup_acks,
                          sack_blocks=m.sack_blocks, share=_pct(share), mathis=_rate_bytes(mathis),
@@ -418,8 +420,7 @@ class _Reasoner:
             out += self._say("path-bandwidth-queue", **self._common())
         if _lost(m):
             key = "path-bandwidth-overflow" if self._at_path_rate() else "path-bandwidth-queue-loss"
-            out += self._say(key, resent=max(m.resent_segments, m.retransmissions),
-                             loss=_pct(max(m.loss_fraction, m.resent_fraction)))
+            out += self._say(key, resent=_resends(m), loss=_pct(_loss_share(m)))
         return out
 
     def _gap_evidence(self, key: str, reasons: tuple[str, ...], share: float) -> list[str]:
@@ -432,7 +433,7 @@ class _Reasoner:
     def _application_limited(self, share: float) -> list[str]:
         m = self.m
         out = []
-        turns = self._turns()
+        turns = self.turns
         if turns is not None:
             wait = float((turns["start"].shift(-1) - turns["end"]).median())  # from one message to the next
             self.evidence.update(exchanges=len(turns), message_median_bytes=float(turns["bytes"].median()),
@@ -462,12 +463,12 @@ class _Reasoner:
         out = []
         if self._cwnd_reason == "telemetry":
             out += self._say("cwnd-telemetry")
-        growth = self._inflight_growth()
+        growth = self.inflight_growth
         if math.isfinite(growth) and growth >= INFLIGHT_GROWTH:
             self.evidence.update(inflight_growth=growth)
             out += self._say("cwnd-growth", growth=f"{growth:.1f}")
         if self._cwnd_reason == "loss":
-            out += self._say("cwnd-loss", resent=max(m.resent_segments, m.retransmissions))
+            out += self._say("cwnd-loss", resent=_resends(m))
         if math.isfinite(tel.get("cwnd_median", math.nan)):
             ssthresh = tel.get("ssthresh_median", math.nan)
             out += self._say("telemetry-cwnd-ssthresh", cwnd=f"{tel['cwnd_median']:.0f}",
@@ -519,9 +520,17 @@ class _Reasoner:
         return SENDER_SIDE
 
 
+def _resends(m: FlowMetrics) -> int:
+    """Segments resent: by sequence coverage, or Wireshark's count where that is higher."""
+    return max(m.resent_segments, m.retransmissions)
+
+
+def _loss_share(m: FlowMetrics) -> float:
+    return max(m.loss_fraction, m.resent_fraction)
+
+
 def _lost(m: FlowMetrics) -> bool:
-    """Whether the flow resent anything, by Wireshark's rules or by sequence coverage."""
-    return m.retransmissions > 0 or m.resent_segments > 0
+    return _resends(m) > 0
 
 
 def _pct(x: float) -> str:
