@@ -85,6 +85,17 @@ def test_zero_window_episode(tmp_path):
     assert len(m.zero_windows) == 1
 
 
+def test_a_receiver_short_of_memory_is_named_beside_the_zero_window(tmp_path):
+    tr = Transfer()
+    tr.rounds([30000] * 5, rwnd=200_000)
+    tr.zero_window(30000, closed_s=1.0, probe_every=0.2)
+    tr.rounds([30000] * 5, rwnd=200_000)
+    d = run(tmp_path, tr, context={"receiver_prunes": 3})
+    assert d.label == "zero-window"
+    assert d.evidence["receiver_prunes"] == 3 and "pruned its receive queue 3 times" in d.summary
+    assert "pruned" not in run(tmp_path, tr, context={"receiver_prunes": 0}).summary
+
+
 def test_losses_with_fast_retransmissions(tmp_path):
     tr = Transfer()
     for k in range(20):
@@ -274,6 +285,8 @@ def test_bad_context_is_a_parameter_error(tmp_path):
         run(tmp_path, sender_buffer(), context={"sndbuf": -1})
     with pytest.raises(ParameterError, match="rate"):
         run(tmp_path, sender_buffer(), context={"rate": 1e6})
+    with pytest.raises(ParameterError, match="receiver_prunes"):
+        run(tmp_path, sender_buffer(), context={"receiver_prunes": -1})
     with pytest.raises(ParameterError, match="language"):
         strings("xx")
 

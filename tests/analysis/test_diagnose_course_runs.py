@@ -45,3 +45,12 @@ def test_resends_wireshark_calls_out_of_order_still_count_as_loss():
     resent = trial.packets.packets["rel_time"].isin(m.resent["time"])
     assert trial.packets.packets.loc[resent, "out_of_order"].all()
     assert dict(trial.diagnosis.limits).get("congestion-loss", 0) > 0.2
+
+
+def test_a_receiver_squeezed_by_tcp_mem_is_told_from_a_slow_reader():
+    """Case 09's squeezed run and case 05's slow reader both close the window; only the
+    receiver's nstat counters (queue pruned for lack of memory) tell them apart."""
+    squeezed = Trial("squeezed-tcp_mem", Run.load(data_root() / "replay" / "09-tcp-mem" / "squeezed-tcp_mem"))
+    slow = Trial("rcvbuf-256KB", Run.load(data_root() / "replay" / "05-zero-window" / "rcvbuf-256KB"))
+    assert squeezed.context()["receiver_prunes"] > 0 and "pruned its receive queue" in squeezed.diagnosis.summary
+    assert slow.context()["receiver_prunes"] == 0 and "pruned" not in slow.diagnosis.summary

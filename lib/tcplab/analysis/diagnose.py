@@ -83,7 +83,7 @@ MIN_EXCHANGES = 3
 SENDER_SIDE = "sender-side"
 
 _CONTEXT_KEYS = {"rate_bps", "rtt_s", "sndbuf", "sndbuf_effective", "rcvbuf", "rcvbuf_effective", "cc",
-                 "wmem_max", "rmem_max", "mtu"}
+                 "wmem_max", "rmem_max", "mtu", "receiver_prunes"}
 
 
 @lru_cache(maxsize=None)
@@ -125,8 +125,10 @@ def diagnose(table: PacketTable, flow: int | None = None, *, telemetry: pd.DataF
 
     ``context`` may carry what a run knows, in stored units: ``rate_bps``, ``rtt_s``
     (configured), ``sndbuf``/``rcvbuf`` (requested) and ``sndbuf_effective``/
-    ``rcvbuf_effective``, ``wmem_max``/``rmem_max``, ``cc``, ``mtu``. Unknown keys are a
-    :class:`ParameterError`, so a typo does not silently weaken the diagnosis.
+    ``rcvbuf_effective``, ``wmem_max``/``rmem_max``, ``cc``, ``mtu``, and
+    ``receiver_prunes``: how often the receiver's kernel pruned its receive queue for lack of
+    memory during the run (nstat ``TcpExtPruneCalled`` + ``TcpExtRcvPruned``). Unknown keys
+    are a :class:`ParameterError`, so a typo does not silently weaken the diagnosis.
     """
     context = _check_context(context)
     words = strings(language)
@@ -147,6 +149,9 @@ def _check_context(context: Mapping[str, Any] | None) -> dict[str, Any]:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
             raise ParameterError(key, value, "a number above 0 in stored units (bit/s, seconds, bytes)")
+    prunes = context.get("receiver_prunes")
+    if prunes is not None and (isinstance(prunes, bool) or not isinstance(prunes, int) or prunes < 0):
+        raise ParameterError("receiver_prunes", prunes, "a whole number from 0")
     return context
 
 
@@ -388,7 +393,7 @@ class _Reasoner:
                              persist_probes=m.persist_probes, window_updates=m.window_updates)
         return self._say("zero-window", zero_window_packets=m.zero_window_packets, zero_window=_dur(m.zero_window_s),
                          share=_pct(m.zero_window_s / m.transfer_s if m.transfer_s else 0.0),
-                         persist_probes=m.persist_probes, window_updates=m.window_updates)
+                         persist_probes=m.persist_probes, window_updates=m.window_updates) + self._pruned()
 
     def _congestion_loss(self, share: float) -> list[str]:
         m = self.m
@@ -404,7 +409,7 @@ class _Reasoner:
                          fast_retransmissions=m.fast_retransmissions, timeouts=m.timeouts, dup_acks=m.dup_acks,
                          sack_blocks=m.sack_blocks, share=_pct(share), mathis=_rate_bytes(mathis),
                          goodput=_rate_bytes(m.goodput_bps)) + (
-            self._say("congestion-loss-cwnd") + self._cwnd_sentences() if self._cwnd_reason else [])
+            self._say("congestion-loss-cwnd") + self._cwnd_sentences() if self._cwnd_reason else []) + self._pruned()
 
     def _path_bandwidth(self, share: float) -> list[str]:
         m = self.m
@@ -422,6 +427,15 @@ class _Reasoner:
             key = "path-bandwidth-overflow" if self._at_path_rate() else "path-bandwidth-queue-loss"
             out += self._say(key, resent=_resends(m), loss=_pct(_loss_share(m)))
         return out
+
+    def _pruned(self) -> list[str]:
+        """A receiver short of memory closes its window and drops what it cannot queue: the
+        same packets as a slow reader or a lossy path, told apart only by its counters."""
+        prunes = self.context.get("receiver_prunes")
+        if not prunes:
+            return []
+        self.evidence.update(receiver_prunes=prunes)
+        return self._say("receiver-pruned", prunes=prunes)
 
     def _gap_evidence(self, key: str, reasons: tuple[str, ...], share: float) -> list[str]:
         gaps = self.m.gaps.loc[self.m.gaps["reason"].isin(reasons)]

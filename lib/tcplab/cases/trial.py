@@ -125,6 +125,9 @@ class Trial:
             out["cc"] = sends["cc"]
         if self.path_params.get("mtu"):
             out["mtu"] = int(self.path_params["mtu"])
+        moved = self.counters(self.receiver)
+        if self.run.counters:
+            out["receiver_prunes"] = int(moved.get("TcpExtPruneCalled", 0) + moved.get("TcpExtRcvPruned", 0))
         return out
 
     @cached_property
