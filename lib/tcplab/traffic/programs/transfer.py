@@ -29,6 +29,14 @@ def write(sock: socket.socket, data: bytes | memoryview, report: SideReport) -> 
         view = view[count:]
 
 
+def _keep_pace(began: float, done: int, rate: float, now: float) -> None:
+    """Sleep until ``done`` bytes are no more than ``rate`` (bytes per second) allows since
+    ``began`` (both times on the clock that gave ``now``)."""
+    delay = began + done / rate - now
+    if delay > 0:
+        time.sleep(delay)
+
+
 def send(sock: socket.socket, size: int, write_size: int, report: SideReport, *,
          write_rate: float | None = None) -> None:
     """``size`` bytes of payload in application writes of ``write_size`` bytes; with
@@ -40,9 +48,7 @@ def send(sock: socket.socket, size: int, write_size: int, report: SideReport, *,
     while left > 0:
         piece = min(write_size, left)
         if write_rate:
-            delay = began + (size - left) / write_rate - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
+            _keep_pace(began, size - left, write_rate, time.monotonic())
         write(sock, chunk[:piece], report)
         left -= piece
 
@@ -69,10 +75,7 @@ def receive(sock: socket.socket, pacing: Pacing, report: SideReport, limit: int 
             report.extra.setdefault("pauses", []).append([stopped, time.time()])  # when reading stopped, resumed
             began += pacing.pause_for  # the rate applies to reading time, not to the pause
         if pacing.read_rate:
-            due = began + got / pacing.read_rate
-            delay = due - time.time()
-            if delay > 0:
-                time.sleep(delay)
+            _keep_pace(began, got, pacing.read_rate, time.time())
     return got
 
 
