@@ -125,8 +125,8 @@ class Trial:
             out["cc"] = sends["cc"]
         if self.path_params.get("mtu"):
             out["mtu"] = int(self.path_params["mtu"])
-        moved = self.counters(self.receiver)
         if self.run.counters:
+            moved = self.counters(self.receiver)
             out["receiver_prunes"] = int(moved.get("TcpExtPruneCalled", 0) + moved.get("TcpExtRcvPruned", 0))
         return out
 
@@ -158,7 +158,5 @@ class Trial:
         }
 
     def _largest(self, side: str, column: str) -> float:
-        rows = self.socket_samples(side) if self.telemetry is not None else None
-        if rows is None or rows.empty or column not in rows:
-            return math.nan
-        return float(rows[column].max())
+        rows = self.socket_samples(side)
+        return float(rows[column].max()) if column in rows and not rows.empty else math.nan
