@@ -52,5 +52,10 @@ def test_paused_reader_closes_the_window_and_its_update_reopens_it(root, tmp_pat
     assert back["update after resume"] < 0.05 and back["data after resume"] < 0.01 + 0.05
     queue = zw.receive_queue(paused)
     assert (queue.r / queue.rb).max() > 0.75 and queue.recv_q.max() > 64 * 1024
+    # Samples that ss finished while the window was closed and the reader idle all see one queue;
+    # "until" bounds when ss read it, so a sample begun just before the resume is not among them.
+    assert (queue.until >= queue.time).all()
+    during = queue[(queue.time > closed + 0.01) & (queue.until < resumed)]
+    assert len(during) >= 10 and during.recv_q.max() - during.recv_q.min() <= 1448
     assert paused.counters("client")["TcpExtTCPToZeroWindowAdv"] >= 1
     assert read.metrics.zero_window_packets == 0  # small but read: never zero

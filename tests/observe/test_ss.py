@@ -118,6 +118,10 @@ def test_sampler_series_in_both_namespaces(root):
     assert list(df.columns) == COLUMNS
     assert set(df.side) == {"client", "server"}
     assert df.time.is_monotonic_increasing
+    # Each sample carries when ss was started and when it returned: a positive span, well under
+    # the interval's multiple that a stalled sampler would show.
+    span = df.time_end - df.time
+    assert (span > 0).all() and span.max() < 1.0
     server = df[(df.side == "server") & (df.state == "ESTAB")]
     # ~0.5 s of transfer at 10 ms: tens of samples, and bytes_acked only grows.
     assert len(server) >= 10
@@ -132,5 +136,7 @@ def test_socket_rows_picks_one_sides_connected_socket_in_time_order():
                         "time": [2.0, 1.0, 0.5, 1.5], "cwnd": [20, 10, 0, 15]})
     rows = socket_rows(tel, "server")
     assert rows["cwnd"].tolist() == [15, 20]
+    # A table recorded before samples carried their end time says so: unknown, not a guess.
+    assert rows["time_end"].isna().all()
     assert socket_rows(tel, "server", ("ESTAB", "LISTEN"))["time"].tolist() == [0.5, 1.5, 2.0]
     assert socket_rows(pd.DataFrame(), "server").empty

@@ -138,11 +138,17 @@ def recovery(trial: Trial) -> dict[str, float]:
 
 def receive_queue(trial: Trial) -> pd.DataFrame:
     """The receiver's socket as ``ss -tinm`` sampled it: Recv-Q, skmem r (bytes queued, with
-    overhead) and rb (the buffer's limit), in time since the sender's capture began."""
+    overhead) and rb (the buffer's limit), in time since the sender's capture began.
+
+    ss read the socket somewhere between ``time`` and ``until`` (when it returned; the same
+    as ``time`` for runs recorded before the sampler stamped it). A sample that must lie
+    before an event, such as the reader resuming, is one whose ``until`` does."""
     rows = trial.socket_samples(trial.receiver)
     origin = _origin(trial.packets.packets)
-    return pd.DataFrame({"time": rows["time"].to_numpy() - origin, "recv_q": rows["recv_q"].to_numpy(),
-                         "r": rows["skmem_r"].to_numpy(), "rb": rows["skmem_rb"].to_numpy()})
+    until = rows["time_end"].fillna(rows["time"]) if "time_end" in rows else rows["time"]
+    return pd.DataFrame({"time": rows["time"].to_numpy() - origin, "until": until.to_numpy() - origin,
+                         "recv_q": rows["recv_q"].to_numpy(), "r": rows["skmem_r"].to_numpy(),
+                         "rb": rows["skmem_rb"].to_numpy()})
 
 
 def receive_queue_plot(trial: Trial, *, ax=None, title: str | None = None):

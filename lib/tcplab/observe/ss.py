@@ -30,7 +30,9 @@ from ..lab import netns
 __all__ = ["COLUMNS", "SsSampler", "parse_ss", "socket_rows", "ss_command"]
 
 COLUMNS = [
-    "time", "side", "src", "sport", "dst", "dport", "state", "recv_q", "send_q", "cc", "cwnd",
+    # ss reads the socket somewhere between ``time`` (when it was started) and ``time_end`` (when
+    # it returned); under load the gap reaches several ms, enough to cross an application event.
+    "time", "time_end", "side", "src", "sport", "dst", "dport", "state", "recv_q", "send_q", "cc", "cwnd",
     "ssthresh", "rtt", "rttvar", "rto", "mss", "snd_wnd", "rcv_space", "rcv_ssthresh", "rcv_wnd",
     "skmem_r", "skmem_rb", "skmem_t", "skmem_tb", "skmem_f", "skmem_w", "skmem_o", "skmem_bl",
     "skmem_d", "notsent", "unacked", "retrans", "lost", "delivery_rate", "pacing_rate",
@@ -150,6 +152,8 @@ def socket_rows(telemetry: pd.DataFrame, side: str, states: tuple[str, ...] = ("
     if telemetry.empty:
         return telemetry
     rows = telemetry[(telemetry["side"] == side) & telemetry["state"].isin(states)]
+    if "time_end" not in rows:  # recorded before the sampler stamped both ends: unknown
+        rows = rows.assign(time_end=np.nan)
     return rows.sort_values("time").reset_index(drop=True)
 
 
@@ -170,7 +174,7 @@ def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 class _Side:
     name: str
     ns: str
-    samples: list[tuple[float, str]] = field(default_factory=list)
+    samples: list[tuple[float, float, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -214,7 +218,7 @@ class SsSampler:
             stamp = time.time()
             out = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
             if out.returncode == 0:
-                side.samples.append((stamp, out.stdout))
+                side.samples.append((stamp, time.time(), out.stdout))
             elif len(side.errors) < 10:
                 side.errors.append(out.stderr.strip())
             next_at += self.interval
@@ -239,8 +243,8 @@ class SsSampler:
     def frame(self) -> pd.DataFrame:
         rows = []
         for side in self.sides:
-            for stamp, text in side.samples:
+            for stamp, end, text in side.samples:
                 for row in parse_ss(text):
-                    row.update(time=stamp, side=side.name)
+                    row.update(time=stamp, time_end=end, side=side.name)
                     rows.append(row)
         return frame(rows).sort_values(["time", "side"], kind="stable").reset_index(drop=True)
