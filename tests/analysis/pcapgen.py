@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import struct
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import dpkt
 
@@ -167,6 +168,27 @@ def write_pcap(path, frames, linktype: int = 1, *, nanos: bool = False, big_endi
             cap = data[:snaplen]
             fh.write(struct.pack(e + "IIII", sec, frac, len(cap), len(data)))
             fh.write(cap)
+
+
+def merge_pcaps(paths, out) -> None:
+    """Merge classic little-endian microsecond pcaps of one link type into ``out`` in time
+    order, keeping each record's captured and original lengths (as ``mergecap`` does; a
+    writer that sets both to the captured length makes a snaplen-cut segment look short)."""
+    records, header = [], None
+    for path in paths:
+        data = Path(path).read_bytes()
+        magic, *_, linktype = struct.unpack("<IHHiIII", data[:24])
+        if magic != 0xA1B2C3D4 or (header is not None and linktype != header[-1]):
+            raise ValueError(f"{path}: not a little-endian µs pcap of link type {header and header[-1]}")
+        header = header or struct.unpack("<IHHiIII", data[:24])
+        at = 24
+        while at < len(data):
+            sec, usec, caplen, _ = struct.unpack("<IIII", data[at:at + 16])
+            records.append(((sec, usec), data[at:at + 16 + caplen]))
+            at += 16 + caplen
+    with open(out, "wb") as fh:
+        fh.write(struct.pack("<IHHiIII", *header[:5], 262144, header[-1]))
+        fh.writelines(record for _, record in sorted(records, key=lambda r: r[0]))
 
 
 def _split_time(t, per_second: int):
@@ -412,10 +434,11 @@ class Transfer:
     wscale: int | None = 7  # the receiver's (and the sender's) window scale; None: no option
     t: float = 1_700_000_000.0
     spacing: float = 20e-6  # time between back-to-back segments
+    port: int = 40000  # the client's port: transfers with different ports are different flows
     frames: list = field(default_factory=list)
 
     def __post_init__(self):
-        self.conn = Conn(client=("10.0.0.1", 40000), server=("10.0.0.2", 5001))
+        self.conn = Conn(client=("10.0.0.1", self.port), server=("10.0.0.2", 5001))
         ws = (self.wscale, self.wscale)
         packets = [raw for _, raw in self.conn.handshake(self.t, self.rtt, ws=ws, mss=(self.mss, self.mss),
                                                           win=(64240, 65160), ack_win=self._raw(64240))]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .pcapgen import Transfer, write_pcap
+from .pcapgen import Transfer, merge_pcaps, write_pcap
 
 TCPLAB = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "tcplab")
 MSS = 1448
@@ -109,3 +109,84 @@ def test_help_documents_exit_codes():
     out = tcplab("--help")
     assert out.returncode == 0
     assert "exit codes" in out.stdout and "undetermined" in out.stdout
+
+
+def test_all_flows_each_diagnosed_largest_first(tmp_path):
+    # A server's capture in miniature: flows with different limits, interleaved in time,
+    # plus a connection that never carried data (left out of the table).
+    sndbuf = Transfer(port=40001)
+    sndbuf.clocked(22 * MSS, 400, rwnd=3 << 20)
+    rwnd = Transfer(port=40002)
+    rwnd.clocked(65160, 600, rwnd=65160)
+    zero = Transfer(port=40003)
+    zero.rounds([30000] * 5, rwnd=200_000)
+    zero.zero_window(30000, closed_s=1.0, probe_every=0.2)
+    zero.rounds([30000] * 5, rwnd=200_000)
+    idle = Transfer(port=40004)
+    path = tmp_path / "server.pcap"
+    write_pcap(path, sorted(sndbuf.frames + rwnd.frames + zero.frames + idle.frames, key=lambda f: f[0]),
+               linktype=101)
+
+    out = tcplab(path, "--all", "--json")
+    assert out.returncode == 0, out.stderr
+    results = json.loads(out.stdout)
+    by_port = {r["metrics"]["client"].rsplit(":", 1)[1]: r for r in results}
+    assert sorted(by_port) == ["40001", "40002", "40003"]
+    assert by_port["40001"]["label"] == "sender-buffer-limited"
+    assert by_port["40002"]["label"] == "receiver-window-limited"
+    assert by_port["40003"]["label"] == "zero-window"
+    sizes = [r["metrics"]["payload_bytes"] for r in results]
+    assert sizes == sorted(sizes, reverse=True)
+    # Each row is the same diagnosis as asking for that flow alone.
+    single = json.loads(tcplab(path, "--flow", by_port["40002"]["metrics"]["flow"], "--json").stdout)
+    assert single["label"] == "receiver-window-limited" and single["summary"] == by_port["40002"]["summary"]
+
+    text = tcplab(path, "--all")
+    assert text.returncode == 0
+    rows = [line for line in text.stdout.splitlines() if "10.0.0.1:4000" in line]
+    assert len(rows) == 3 and rows[0].endswith("receiver-window-limited")
+    assert "3 flow(s): 1 receiver-window-limited, 1 sender-buffer-limited, 1 zero-window" in text.stdout
+
+
+def test_all_flows_undetermined_exits_1_and_bad_combinations_exit_2(sndbuf_pcap, tmp_path):
+    tr = Transfer()
+    for k in range(30):
+        tr.round(30000, rwnd=1 << 20, rtt=0.02 + 0.0004 * k)
+    ambiguous = tmp_path / "ambiguous.pcap"
+    write_pcap(ambiguous, tr.frames, linktype=101)
+    out = tcplab(ambiguous, "--all")
+    assert out.returncode == 1 and "1 flow(s): 1 undetermined" in out.stdout
+
+    handshake_only = tmp_path / "idle.pcap"
+    write_pcap(handshake_only, Transfer().frames, linktype=101)
+    for args, message in (([sndbuf_pcap, "--all", "--flow", "0"], "--all"),
+                          ([sndbuf_pcap, "--all", "-o", tmp_path / "r.html"], "--all"),
+                          ([handshake_only, "--all"], "no flow carried data")):
+        out = tcplab(*args)
+        assert out.returncode == 2, (args, out.stdout)
+        assert message in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_all_flows_of_real_captures_merged_into_one(tmp_path):
+    """Three shipped course runs (a pinned SO_SNDBUF, an 8 KB SO_RCVBUF upload, scaling off),
+    recorded on a real kernel, merged into one capture as a server's tcpdump would hold them:
+    each flow gets the diagnosis its own capture gets."""
+    from tcplab.analysis import diagnose, read_packets
+    from tcplab.runs import data_root
+
+    captures = [next((data_root() / "replay" / case / variant).glob("*.pcap")) for case, variant in (
+        ("01-send-buffer", "sndbuf-16KB#1"), ("02-receive-buffer", "rtt40-rcvbuf8KB#1"),
+        ("07-window-scaling", "off-client-20ms"))]
+    merged = tmp_path / "merged.pcap"
+    merge_pcaps(captures, merged)
+
+    out = tcplab(merged, "--all", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    alone = [diagnose(read_packets(capture)) for capture in captures]
+    assert len(rows) == len(alone) == 3
+    by_size = sorted(alone, key=lambda d: d.metrics.payload_bytes, reverse=True)
+    assert [r["label"] for r in rows] == [d.label for d in by_size]
+    assert [r["metrics"]["payload_bytes"] for r in rows] == [d.metrics.payload_bytes for d in by_size]
+    assert {d.label for d in alone} >= {"sender-buffer-limited", "receiver-window-limited"}

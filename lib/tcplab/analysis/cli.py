@@ -1,7 +1,7 @@
 """``tcplab diagnose``: what limited the TCP transfer in a capture (any pcap/pcapng).
 
-Exit codes: 0 diagnosed; 1 read fine but no clear limit ("undetermined");
-2 bad input (unreadable file, not a capture, no TCP packet, no such flow, bad option).
+Exit codes: 0 diagnosed; 1 read fine but no clear limit ("undetermined"; with ``--all``: for
+every flow); 2 bad input (unreadable file, not a capture, no TCP packet, no such flow, bad option).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import io
 import json
 import sys
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
@@ -28,12 +29,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tcplab diagnose", description="Diagnose what limited a TCP transfer in a pcap or pcapng file.",
         epilog="labels: " + ", ".join(LABELS) + ". "
-               "exit codes: 0 diagnosed; 1 no clear limit (undetermined); "
+               "exit codes: 0 diagnosed; 1 no clear limit (undetermined; with --all: for every flow); "
                "2 bad input (unreadable or not a capture, no TCP, no such flow, bad option)")
     parser.add_argument("file", help="capture file (pcap or pcapng, any link type)")
     parser.add_argument("--flow", type=int, default=None, metavar="N",
                         help="flow number (tcp.stream, as --list shows); default: the largest")
     parser.add_argument("--list", action="store_true", help="list the flows and stop")
+    parser.add_argument("--all", action="store_true",
+                        help="diagnose every flow that carried data, one line each, largest first "
+                             "(a server's capture: which connections hit which limit)")
     parser.add_argument("--json", action="store_true", help="print the diagnosis (or the flow list) as JSON")
     parser.add_argument("-o", "--output", metavar="REPORT.html", help="write a self-contained HTML report")
     parser.add_argument("--t-range", metavar="A:B", help="only packets from A to B seconds into the capture")
@@ -109,6 +113,13 @@ def main_diagnose(argv: Sequence[str]) -> int:
             print(f"tcplab diagnose: warning: {w.message}", file=sys.stderr)
         if args.list:
             return _print_flows(table, args.json)
+        if args.all:
+            if args.flow is not None or args.output:
+                raise ParameterError("--all", "with " + ("--flow" if args.flow is not None else "--output"),
+                                     "--all alone, or with --t-range and --json",
+                                     "--all diagnoses every flow; --flow and --output are about one")
+            results = diagnose_all(_restrict(table, t_range))
+            return _print_all(results, args.json)
         if args.flow is not None and not 0 <= args.flow < len(table.flows):
             raise ParameterError("--flow", args.flow, f"a flow number from 0 to {len(table.flows) - 1} (see --list)")
         table = _restrict(table, t_range)
@@ -131,6 +142,40 @@ def main_diagnose(argv: Sequence[str]) -> int:
         if not args.json:
             print(f"report written to {args.output}")
     return EXIT_UNDETERMINED if result.label == "undetermined" else EXIT_OK
+
+
+def diagnose_all(table) -> list:
+    """The diagnosis of every flow of ``table`` that carries payload, largest first."""
+    from tqdm import tqdm
+
+    from .diagnose import diagnose
+
+    payload = table.packets.groupby("flow")["len"].sum()
+    flows = payload[payload > 0].sort_values(ascending=False, kind="stable").index
+    if not len(flows):
+        raise ParameterError("file", str(table.source.path), "a capture holding TCP payload (in --t-range)",
+                             "no flow carried data")
+    # Shown only to a person watching: a capture from a busy server can hold thousands of flows.
+    progress = tqdm(flows, desc="diagnosing", unit="flow", file=sys.stderr,
+                    disable=len(flows) < 20 or not sys.stderr.isatty())
+    return [diagnose(table, int(flow)) for flow in progress]
+
+
+def _print_all(results: list, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+    else:
+        print(f"{'flow':>4}  {'sender':<24} {'receiver':<24} {'data':>10} {'duration':>10} {'goodput':>13}  diagnosis")
+        for r in results:
+            m = r.metrics
+            sender, receiver = (m.client, m.server) if m.data_dir == 0 else (m.server, m.client)
+            goodput = format_rate(m.goodput_bps) if m.goodput_bps == m.goodput_bps else "-"
+            print(f"{m.flow:>4}  {sender:<24} {receiver:<24} {format_size(m.payload_bytes):>10} "
+                  f"{format_duration(m.transfer_s):>10} {goodput:>13}  {r.label}")
+        counts = Counter(r.label for r in results)
+        print(f"{len(results)} flow(s): " + ", ".join(f"{n} {label}" for label, n in counts.most_common()))
+    clear = any(r.label != "undetermined" for r in results)
+    return EXIT_OK if clear else EXIT_UNDETERMINED
 
 
 def _print_flows(table, as_json: bool) -> int:
