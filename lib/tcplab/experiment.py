@@ -90,6 +90,14 @@ class Experiment:
         unless the environment says FRESH=1."""
         if reuse and os.environ.get("FRESH") != "1" and (earlier := self.previous()) is not None:
             return earlier
+        if getattr(self.path, "remote", None) is not None:
+            # The path lives in a UML kernel: the whole run happens there, its record lands in
+            # the same folder (the host's filesystem is that kernel's root) and is read back here.
+            run_dir, error = self.path.remote.call(_run_here, self)
+            run = Run.load(run_dir)
+            if error is not None:
+                raise ExperimentFailed(error, run)
+            return run
         from .traffic import host_limits
 
         self.workload.check_limits(host_limits())
@@ -115,8 +123,11 @@ class Experiment:
         raise failure  # KeyboardInterrupt, SystemExit: recorded, then passed on unchanged
 
     def _environment(self) -> dict[str, Any]:
+        from .lab.kernels import lab_kernel
+
         cc_key = "net.ipv4.tcp_congestion_control"
         return environment(
+            lab_kernel=lab_kernel()["kind"],
             backend=self.path.backend,
             cc={host.name: host.sysctl(cc_key) for host in (self.path.client, self.path.server)},
             path=self.path.describe(),
@@ -168,6 +179,15 @@ class Experiment:
         if (tracer := observed.get("trace")) is not None:
             writer.write_table("trace.parquet", tracer.frame())
             writer.observe["trace"] = tracer.summary()
+
+
+def _run_here(experiment: Experiment) -> tuple[str, str | None]:
+    """Run in this process's kernel (called by a UML kernel's agent): the record's folder, and
+    the failure's message if it failed."""
+    try:
+        return str(experiment.run().dir), None
+    except ExperimentFailed as exc:
+        return str(exc.run.dir), str(exc)
 
 
 # --- tcplab run ------------------------------------------------------------------------------------

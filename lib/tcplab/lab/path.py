@@ -26,6 +26,7 @@ from pyroute2.ethtool import Ethtool
 from ..params import Params, param
 from ..units import ParameterError, format_duration
 from . import netns, sysctl
+from .kernels import lab_kernel
 from .link import BACKENDS, LinkEmulator, LinkShape, choose_backend
 
 # The two subnets live only inside the lab's namespaces, so every run may reuse them.
@@ -62,6 +63,8 @@ class PathSpec(Params):
     initrwnd: int | None = param("int", None, "initial receive window (segments) on client and server routes",
                                  low=1, high=1000, optional=True)
     seed: int = param("int", 1, "seed of the delay line's random loss and jitter", low=0, high=2**31 - 1)
+    kernel: str | None = param("choice", None, "kernel that runs the lab: host, uml (User-mode Linux), "
+                               "or auto (unset: host when root, else uml)", choices=("host", "uml"), optional=True)
     #: Per-namespace sysctls for client and server, e.g. {"tcp_window_scaling": 0}.
     sysctls: Mapping[str, Any] = field(default_factory=dict)
     #: Per-namespace sysctls for one side only, on top of ``sysctls``, e.g.
@@ -88,11 +91,18 @@ class PathSpec(Params):
             if sysctl.key_of(key) not in sysctl.HOST_GLOBAL:
                 raise ParameterError(key, self.host[key], "one of " + ", ".join(sysctl.HOST_GLOBAL),
                                      "not a host-global setting; use sysctls")
-        if self.cc is not None:
+        if self.cc is not None and not self.elsewhere():
             available = _read_list("net/ipv4/tcp_available_congestion_control")
             if available and self.cc not in available:  # empty: no /proc/sys (replay off Linux)
                 raise ParameterError("cc", self.cc, "one of " + ", ".join(available),
                                      "not available in this kernel")
+
+    def elsewhere(self) -> bool:
+        """Whether the path is built in another kernel than this process's (UML): what this
+        kernel offers (congestion controls, sysctl limits) says nothing about that one."""
+        from .kernels import choose_kernel
+
+        return self.kernel == "uml" and choose_kernel("uml").kernel == "uml"
 
     @property
     def one_way_delay(self) -> float:
@@ -178,6 +188,33 @@ class Host:
         self.run(["ip", "tcp_metrics", "flush", "all"])
 
 
+class UmlHost(Host):
+    """A host of a path built inside a UML kernel: the same calls, done there by its agent."""
+
+    def __init__(self, kernel: Any, path_id: str, name: str, ns: str, address: str, ifname: str) -> None:
+        super().__init__(name, ns, address, ifname)
+        self.kernel = kernel
+        self.path_id = path_id
+
+    def __reduce__(self):
+        from . import uml_agent
+
+        return uml_agent.live_host, (self.path_id, self.name)
+
+    def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+        raise TypeError("a process inside the UML kernel cannot be handed to this one: use run(), or call() "
+                        "with a function that starts and waits for it there")
+
+    def run(self, argv: Sequence[str], *, timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess:
+        return self.kernel.call(Host.run, self, argv, timeout=timeout, check=check)
+
+    def sysctl(self, key: str) -> str:
+        return self.kernel.call(Host.sysctl, self, key)
+
+    def call(self, fn, *args: Any, **kwargs: Any) -> Any:
+        return self.kernel.call(Host.call, self, fn, *args, **kwargs)
+
+
 def parse_tcp_metrics_line(line: str) -> dict[str, str]:
     """``10.201.2.2 age 1.5sec ssthresh 12 cwnd 20 rtt 20us source 10.201.1.2`` → a dict."""
     words = line.split()
@@ -205,6 +242,9 @@ class Path:
         self._old_handlers: dict[int, Any] = {}
         self._up = False
         self._owner = os.getpid()
+        #: The UML kernel the path lives in (None: this process's kernel); see :meth:`_start_in_uml`.
+        self.remote: Any = None
+        self.kernel = "host"
 
     # --- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> "Path":
@@ -215,6 +255,11 @@ class Path:
         self.stop()
 
     def start(self) -> "Path":
+        from .kernels import choose_kernel
+
+        self.kernel = choose_kernel(self.spec.kernel).kernel or "host"
+        if self.kernel == "uml":
+            return self._start_in_uml()
         if os.geteuid() != 0:
             raise PermissionError("tcplab needs root to build network namespaces (run with sudo)")
         self.backend = choose_backend(self.spec.backend)
@@ -236,12 +281,40 @@ class Path:
             raise
         return self
 
+    def _start_in_uml(self) -> "Path":
+        """Build the path inside the process's UML kernel (booted on first use); this object
+        and its hosts become stand-ins whose calls its agent does."""
+        from . import uml, uml_agent
+
+        kernel = uml.shared_kernel()
+        built = kernel.call(uml_agent.open_path, self.spec)
+        self.remote, self.id, self.backend = kernel, built["id"], built["backend"]
+        self.client, self.router, self.server = (
+            UmlHost(kernel, self.id, name, **built["hosts"][name]) for name in ("client", "router", "server"))
+        self._up = True
+        atexit.register(self.stop)
+        return self
+
+    def __reduce__(self):
+        if self.remote is None:
+            raise TypeError("a path of this kernel cannot travel to another process")
+        from . import uml_agent
+
+        return uml_agent.live_path, (self.id,)
+
     def stop(self) -> None:
         # pyroute2 forks helper processes that may run our atexit hook when they exit: only
         # the process that built the path may tear it down.
         if not self._up or os.getpid() != self._owner:
             return
         self._up = False
+        if self.remote is not None:
+            from . import uml_agent
+
+            atexit.unregister(self.stop)
+            if self.remote.alive:
+                self.link_stats = self.remote.call(uml_agent.close_path, self.id)
+            return
         errors = []
         if self._emulator is not None:
             try:
@@ -345,8 +418,11 @@ class Path:
     # --- describing -----------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
         """What was built, for run records and reports."""
+        if self.remote is not None:
+            return self.remote.call(Path.describe, self)
         return {
             "id": self.id,
+            "kernel": lab_kernel(),
             "backend": self.backend,
             "namespaces": {h.name: h.ns for h in (self.client, self.router, self.server)},
             "addresses": {"client": self.client.address, "server": self.server.address},
@@ -355,6 +431,8 @@ class Path:
         }
 
     def sysctl_snapshot(self) -> dict[str, dict[str, str]]:
+        if self.remote is not None:
+            return self.remote.call(Path.sysctl_snapshot, self)
         return {h.name: sysctl.snapshot_in(h.ns) for h in (self.client, self.router, self.server)}
 
 

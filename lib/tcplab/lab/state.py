@@ -17,6 +17,18 @@ WORK_DIR = STATE_DIR / "work"
 MEASURE_LOCK = STATE_DIR / "measure.lock"
 
 
+def user_state_dir() -> Path:
+    """Where this user's records live: the machine's state folder for root; for another
+    user (who cannot write /run/tcplab) $XDG_RUNTIME_DIR/tcplab, else /tmp/tcplab-<uid>.
+    Both are emptied at boot, like what they describe."""
+    if os.geteuid() == 0 or os.access(STATE_DIR, os.W_OK):
+        return STATE_DIR
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.access(runtime, os.W_OK):
+        return Path(runtime) / "tcplab"
+    return Path(f"/tmp/tcplab-{os.getuid()}")
+
+
 def process_alive(pid: object) -> bool:
     """Whether ``pid`` names a live process (a zombie counts as dead: its parent will reap
     it; one we may not signal counts as alive)."""
@@ -40,8 +52,9 @@ def exclusive_measurement(wait_message: Callable[[], None] | None = None) -> Ite
     """Hold the machine's measurement lock: two experiments at once on 2 cores would each
     measure the other's CPU load (the delay line is a userspace process), so case runs take
     turns. The lock is an flock, released by the kernel if the holder dies."""
-    MEASURE_LOCK.parent.mkdir(parents=True, exist_ok=True)
-    with open(MEASURE_LOCK, "a") as handle:
+    lock = MEASURE_LOCK if os.geteuid() == 0 else user_state_dir() / MEASURE_LOCK.name
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

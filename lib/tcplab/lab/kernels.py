@@ -1,0 +1,91 @@
+"""Which kernel runs the lab: this machine's own (``host``), a User-mode Linux kernel (``uml``), or ``auto``.
+
+``host`` needs root and the lab's tools on this machine. ``uml`` needs the UML kernel
+(:mod:`tcplab.lab.uml`), not root: inside it the lab is root of its own kernel. ``auto``
+takes the host when it can run the lab, else UML, else nothing (the course then replays
+recorded runs). The choice and its reason are shown on every page.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+from ..units import ParameterError
+
+KERNELS = ("host", "uml", "auto")
+#: Tools without which no experiment can run on the host.
+REQUIRED_TOOLS = ("ip", "iptables", "tcpdump", "ss")
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """``kernel`` is "host", "uml", or None (no live lab possible); ``why`` says why in words."""
+
+    kernel: str | None
+    why: str
+
+
+def host_can_run() -> tuple[bool, str]:
+    """Whether this machine's own kernel can run the lab for this user, and if not, why."""
+    if os.geteuid() != 0:
+        return False, "not root"
+    missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
+    if missing:
+        return False, "missing " + ", ".join(missing)
+    return True, ""
+
+
+def uml_can_run() -> tuple[bool, str]:
+    from . import uml, uml_agent
+
+    if uml_agent.inside():
+        return True, ""
+    missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
+    if missing:  # the UML kernel runs the host's own tools through hostfs
+        return False, "missing " + ", ".join(missing)
+    if uml.find_install() is None:
+        return False, "no User-mode Linux kernel installed"
+    return True, ""
+
+
+def lab_kernel() -> dict[str, str]:
+    """The kernel this process's lab runs on, for run records: kind (host or uml) and release."""
+    import platform
+
+    from . import uml_agent
+
+    return {"kind": "uml" if uml_agent.inside() else "host", "release": platform.release()}
+
+
+def choose_kernel(requested: str | None) -> KernelChoice:
+    """``requested`` (host, uml, auto or None = auto) → the kernel that will run the lab.
+
+    Inside a UML kernel's agent every request means that kernel: it is the host there.
+    """
+    requested = requested or "auto"
+    if requested not in KERNELS:
+        raise ParameterError("kernel", requested, "one of " + ", ".join(KERNELS))
+    from . import uml_agent
+
+    if uml_agent.inside():
+        return KernelChoice("host", "inside the UML kernel")
+    host_ok, host_why = host_can_run()
+    if requested == "host":
+        if not host_ok:
+            raise ParameterError("kernel", requested, "uml or auto", f"the host kernel cannot run the lab: {host_why}")
+        return KernelChoice("host", "as requested")
+    uml_ok, uml_why = uml_can_run()
+    if requested == "uml":
+        if not uml_ok:
+            from .uml import missing_message
+
+            raise ParameterError("kernel", requested, "host or auto",
+                                 f"{uml_why}: {missing_message()}" if "UML" in uml_why else uml_why)
+        return KernelChoice("uml", "as requested")
+    if host_ok:
+        return KernelChoice("host", "root on this machine")
+    if uml_ok:
+        return KernelChoice("uml", f"the host kernel cannot run the lab ({host_why}); the UML kernel can")
+    return KernelChoice(None, f"the host kernel cannot run the lab ({host_why}) and no UML kernel ({uml_why})")

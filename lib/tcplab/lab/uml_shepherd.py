@@ -1,0 +1,48 @@
+"""Watchdog of one User-mode Linux instance: kills its whole process group when the owner dies.
+
+Run as ``python -S uml_shepherd.py LIFELINE_FD PGID_FILE -- linux.uml ARGS…`` by
+:mod:`tcplab.lab.uml`. A UML kernel is several host processes (the kernel, its helpers and
+one per address space inside); a SIGKILL of the main one orphans the rest, and the
+kernel's parent-death signal reaches only the main one. So this small process starts UML
+in a process group of its own, writes that group's id where ``tcplab cleanup`` finds it,
+and watches a pipe whose other end only the owner holds: when the pipe reports end of
+file (the owner exited, however it died) or UML exits by itself, the whole group is
+killed. Standard library only, started with ``-S``: it must be up in milliseconds.
+"""
+
+import os
+import select
+import signal
+import subprocess
+import sys
+
+
+def main(argv: list[str]) -> int:
+    lifeline, pgid_file = int(argv[0]), argv[1]
+    command = argv[argv.index("--") + 1:]
+    # The console pipes (stdin, stdout) go to UML; the shepherd itself never reads them.
+    uml = subprocess.Popen(command, start_new_session=True)
+    tmp = pgid_file + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(str(uml.pid))
+    os.replace(tmp, pgid_file)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: None)  # a Ctrl-C of the owner's group is the owner's to handle
+    while uml.poll() is None:
+        ready, _, _ = select.select([lifeline], [], [], 0.5)
+        if ready and not os.read(lifeline, 64):
+            break  # the owner is gone
+    try:
+        os.killpg(uml.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    uml.wait()
+    try:
+        os.unlink(pgid_file)
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
