@@ -10,6 +10,7 @@ CASES       ?= all
 PROFILE     ?= quick
 EDITION     ?= instructor
 MODE        ?= auto
+KERNEL      ?= auto
 FRESH       ?= 0
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k path -x"
 PYTEST_ARGS ?=
@@ -52,7 +53,7 @@ test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 report: setup
-	$(TCPLAB) report --cases $(CASES) --profile $(PROFILE) --edition $(EDITION) --mode $(MODE) $(if $(filter 1,$(FRESH)),--fresh)
+	$(TCPLAB) report --cases $(CASES) --profile $(PROFILE) --edition $(EDITION) --mode $(MODE) --kernel $(KERNEL) $(if $(filter 1,$(FRESH)),--fresh)
 
 render: setup
 	$(TCPLAB) report --cases $(CASES) --edition $(EDITION) --render-only

@@ -33,12 +33,18 @@ def test_case_selection_by_number_or_name_and_bad_selection():
 
 
 def test_mode_choice(monkeypatch):
-    monkeypatch.setattr(course, "live_possible", lambda: (False, "not root"))
+    monkeypatch.setattr("tcplab.lab.kernels.host_can_run", lambda: (False, "not root"))
+    monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
     assert course.choose_mode("auto")[0] == "replay"
     with pytest.raises(ParameterError, match="live mode impossible"):
         course.choose_mode("live")
-    monkeypatch.setattr(course, "live_possible", lambda: (True, ""))
-    assert course.choose_mode("auto")[0] == "live"
+    monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (True, ""))
+    mode, why = course.choose_mode("auto")
+    assert mode == "live" and "UML kernel" in why and "not root" in why
+    monkeypatch.setattr("tcplab.lab.kernels.host_can_run", lambda: (True, ""))
+    mode, why = course.choose_mode("auto")
+    assert mode == "live" and "host kernel" in why
+    assert course.choose_mode("replay", "uml") == ("replay", "as requested")
 
 
 

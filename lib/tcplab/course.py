@@ -12,10 +12,10 @@ import argparse
 import json
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
+from .lab.kernels import KERNELS, choose_kernel
 from .units import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,25 +45,19 @@ def select_cases(selection: str, notebooks: Path = NOTEBOOKS) -> list[str]:
     return chosen
 
 
-def live_possible() -> tuple[bool, str]:
-    """Live mode needs root and the lab's tools; otherwise the course replays recorded runs."""
-    if os.geteuid() != 0:
-        return False, "not root"
-    missing = [t for t in ("ip", "iptables", "tcpdump", "ss") if shutil.which(t) is None]
-    if missing:
-        return False, "missing " + ", ".join(missing)
-    return True, ""
-
-
-def choose_mode(requested: str) -> tuple[str, str]:
+def choose_mode(requested: str, kernel: str = "auto") -> tuple[str, str]:
+    """Live where a kernel can run the lab (the host's as root, else the UML kernel), else replay."""
     if requested not in MODES:
         raise ParameterError("MODE", requested, "one of " + ", ".join(MODES))
-    can_live, why = live_possible()
-    if requested == "auto":
-        return ("live", "this machine can run the lab") if can_live else ("replay", f"live impossible: {why}")
-    if requested == "live" and not can_live:
-        raise ParameterError("MODE", requested, "replay or auto", f"live mode impossible here: {why}")
-    return requested, "as requested"
+    if requested == "replay":
+        return "replay", "as requested"
+    choice = choose_kernel(kernel)
+    if choice.kernel is None:
+        if requested == "live":
+            raise ParameterError("MODE", requested, "replay or auto", f"live mode impossible here: {choice.why}")
+        return "replay", f"live impossible: {choice.why}"
+    where = "the UML kernel" if choice.kernel == "uml" else "the host kernel"
+    return "live", f"{where}: {choice.why}"
 
 
 def main_report(argv: list[str]) -> int:
@@ -73,6 +67,8 @@ def main_report(argv: list[str]) -> int:
     parser.add_argument("--profile", default="quick", choices=PROFILES)
     parser.add_argument("--edition", default="instructor", choices=("student", "instructor"))
     parser.add_argument("--mode", default="auto", choices=MODES)
+    parser.add_argument("--kernel", default="auto", choices=KERNELS,
+                        help="kernel that runs the lab: host (needs root), uml (User-mode Linux, no root), auto")
     parser.add_argument("--fresh", action="store_true", help="rerun experiments even when recorded runs match")
     parser.add_argument("--render-only", action="store_true",
                         help="re-render from already executed notebooks in reports/, run nothing")
@@ -94,12 +90,12 @@ def main_report(argv: list[str]) -> int:
                                     notebooks_dir=args.notebooks_dir,
                                     edition=args.edition, formats=formats, profile=args.profile)
     else:
-        mode, why = choose_mode(args.mode)
+        mode, why = choose_mode(args.mode, args.kernel)
         print(f"tcplab report: {len(cases)} case(s), profile {args.profile}, edition {args.edition}, "
               f"mode {mode} ({why})", flush=True)
         result = report.build_report(
             cases, notebooks_dir=args.notebooks_dir, reports_dir=args.reports_dir,
-            parameters={"fresh": bool(args.fresh)}, profile=args.profile, edition=args.edition,
+            parameters={"fresh": bool(args.fresh), "kernel": args.kernel}, profile=args.profile, edition=args.edition,
             mode=mode, formats=formats, progress=True,
         )
     out_dir = args.output_dir if args.render_only and args.output_dir else args.reports_dir

@@ -164,6 +164,14 @@ class Params:
         known = set(cls.names())
         return cls(**{k: (_Stored(v) if k in known else v) for k, v in values.items()})
 
+    def replaced(self, **changes: Any):
+        """A copy with ``changes`` (values as a user writes them, checked as usual); the other
+        fields keep their parsed values (20 ms stays 0.02 s, not re-read as 0.02 ms)."""
+        known = set(self.names())
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        kept = {k: _Stored(v) for k, v in values.items() if k in known and k not in changes}
+        return type(self)(**{**values, **kept, **changes})
+
     @classmethod
     def names(cls) -> list[str]:
         return [f.name for f in dataclasses.fields(cls) if "tcplab" in f.metadata]

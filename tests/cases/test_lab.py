@@ -48,9 +48,14 @@ def test_bad_mode_and_profile_are_refused_by_name(dirs):
 
 
 def test_auto_mode_is_live_where_the_lab_can_run_else_replay(dirs, monkeypatch):
-    monkeypatch.setattr("tcplab.course.live_possible", lambda: (True, ""))
-    assert CaseLab(CASE, mode="auto", **dirs).mode == "live"
-    monkeypatch.setattr("tcplab.course.live_possible", lambda: (False, "not root"))
+    monkeypatch.setattr("tcplab.lab.kernels.host_can_run", lambda: (True, ""))
+    lab = CaseLab(CASE, mode="auto", **dirs)
+    assert lab.mode == "live" and lab.kernel == "host"
+    monkeypatch.setattr("tcplab.lab.kernels.host_can_run", lambda: (False, "not root"))
+    monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (True, ""))
+    lab = CaseLab(CASE, mode="auto", **dirs)  # without root, the UML kernel runs the lab
+    assert lab.mode == "live" and lab.kernel == "uml" and "not root" in lab.kernel_why
+    monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
     with pytest.raises(ReplayMissing):  # replay chosen, and this fixture case has no recorded data
         CaseLab(CASE, mode="auto", **dirs)
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..experiment import Experiment, run_params
 from ..lab import Path, PathSpec
+from ..lab.kernels import choose_kernel
 from ..lab.state import exclusive_measurement
 from ..observe import ObserveSpec
 from ..runs import Run, find_run, key_of, runs_root
@@ -54,14 +55,20 @@ class CaseLab:
     """One execution of one case notebook: its mode, profile, and the variants it ran."""
 
     def __init__(self, case_id: str, *, mode: str = "live", profile: str = "quick", fresh: bool = False,
-                 runs_dir: str | os.PathLike | None = None, replay_dir: str | os.PathLike | None = None) -> None:
-        if mode == "auto":
-            from ..course import live_possible
-
-            # JupyterLab without root (a learner's laptop, a shared hub) falls back to replay.
-            mode = "live" if live_possible()[0] else "replay"
-        if mode not in MODES:
+                 kernel: str | None = "auto", runs_dir: str | os.PathLike | None = None,
+                 replay_dir: str | os.PathLike | None = None) -> None:
+        if mode not in ("auto", *MODES):
             raise ParameterError("mode", mode, "one of auto, " + ", ".join(MODES))
+        #: The kernel the live variants run on ("host" or "uml"; None in replay) and why.
+        self.kernel: str | None = None
+        self.kernel_why = "replay: nothing runs"
+        if mode != "replay":
+            choice = choose_kernel(kernel)
+            if choice.kernel is None and mode == "live":
+                raise ParameterError("mode", mode, "replay or auto", f"no live lab here: {choice.why}")
+            # Without root, the UML kernel runs the lab; with neither, the course replays.
+            mode = "live" if choice.kernel is not None else "replay"
+            self.kernel, self.kernel_why = choice.kernel, choice.why
         if profile not in PROFILES:
             raise ParameterError("profile", profile, "one of " + ", ".join(PROFILES))
         self.case_id = case_id
@@ -71,6 +78,7 @@ class CaseLab:
         self.runs_dir = runs_dir
         self.trials: dict[str, Trial] = {}
         self._backends: list[str] = []
+        self._kernels: list[str] = []  # "6.1.176 (UML)": the kernels the variants ran on
         self._case_runs = runs_root(runs_dir) / case_id
         self._replay = replay.replay_root(replay_dir) / case_id
         if mode == "replay":
@@ -97,7 +105,7 @@ class CaseLab:
     def path(self, spec: PathSpec | Mapping[str, Any] | None = None, **settings: Any) -> Iterator[Path | ReplayedPath]:
         """A path kept up for several variants in a row (state carried between them, such as
         tcp_metrics); in replay mode a stand-in with only the spec."""
-        spec = _spec(spec, settings)
+        spec = self._on_kernel(_spec(spec, settings))
         if self.mode == "replay":
             yield ReplayedPath(spec)
             return
@@ -108,19 +116,37 @@ class CaseLab:
             self._index(backend=live.backend)
             yield live
 
+    def _on_kernel(self, spec: PathSpec) -> PathSpec:
+        """The spec as this execution runs it: on the UML kernel when that is the lab's, so
+        its runs are told from the host's (a different run key)."""
+        if self.kernel == "uml" and spec.kernel is None:
+            return spec.replaced(kernel="uml")
+        return spec
+
+    def in_lab(self, action: Callable[[], Any]) -> Any:
+        """``action()`` in the lab's kernel: here, or inside the UML kernel (where a path's
+        stand-in in ``action``'s closure is the live path itself)."""
+        if self.kernel == "uml":
+            from ..lab import uml
+
+            return uml.shared_kernel().call(action)
+        return action()
+
     def live(self, action: Callable[[], Any]) -> Any:
-        """Do ``action`` only when the lab is live (a flush between variants); None in replay."""
-        return action() if self.mode == "live" else None
+        """Do ``action`` in the lab's kernel, only when the lab is live (a flush between
+        variants); None in replay."""
+        return self.in_lab(action) if self.mode == "live" else None
 
     def keep(self, name: str, compute: Callable[[], Any]) -> Any:
-        """A JSON value measured live (``compute()``) and shipped with the replay data."""
+        """A JSON value measured live (``compute()``, in the lab's kernel) and shipped with the
+        replay data."""
         if self.mode == "replay":
             kept = self._recorded["kept"]
             if name not in kept:
                 raise replay.ReplayMissing(f"{self.case_id}: the recorded data keeps no value named {name!r}; "
                                            f"it has: {', '.join(sorted(kept)) or 'none'}")
             return kept[name]
-        value = json.loads(json.dumps(compute(), default=str))
+        value = json.loads(json.dumps(self.in_lab(compute), default=str))
         self._index(kept={name: value})
         return value
 
@@ -131,7 +157,7 @@ class CaseLab:
         if not label or "/" in label or label.startswith("."):
             raise ParameterError("label", label, "a name without '/' that does not start with '.'")
         observe = observe if isinstance(observe, ObserveSpec) else ObserveSpec(**dict(observe or {}))
-        params = run_params(_spec_of(path), workload, observe, repetition)
+        params = run_params(self._on_kernel(_spec_of(path)), workload, observe, repetition)
         if self.mode == "replay":
             trial = self._replayed(label, params)
         elif (earlier := self._reusable(params)) is not None:
@@ -145,6 +171,7 @@ class CaseLab:
         self.trials[label] = trial
         if trial.backend:
             self._saw_backend(trial.backend)
+        self._saw_kernel(_kernel_of(trial.run))
         return trial
 
     def repeat(self, label: str, workload: Any, *, path: PathLike, times: int,
@@ -167,18 +194,21 @@ class CaseLab:
         return self._indexed(label, experiment.run())
 
     def _indexed(self, label: str, run: Run) -> Trial:
-        self._index(runs={label: run.dir.name})
+        self._index(runs={label: run.dir.name}, kernel=_kernel_of(run))
         return Trial(label, run)
 
     def _index(self, *, runs: Mapping[str, str] = {}, kept: Mapping[str, Any] = {}, backend: str | None = None,
-               ) -> None:
+               kernel: str | None = None) -> None:
         """Note in the live index what replay will need; it also names the kernel that ran."""
         index = replay.read_index(self._case_runs)
         index["runs"].update(runs)
         index["kept"].update(kept)
         if backend and backend not in index["backends"]:
             index["backends"].append(backend)
-        index["kernel"], index["profile"] = platform.release(), self.profile
+        if kernel:
+            self._saw_kernel(kernel)
+        index["kernel"] = ", ".join(self._kernels) or index.get("kernel") or platform.release()
+        index["profile"] = self.profile
         replay.write_index(self._case_runs, index)
 
     def _replayed(self, label: str, params: Mapping[str, Any]) -> Trial:
@@ -194,6 +224,10 @@ class CaseLab:
                 f"asks for (recorded with the {self._recorded.get('profile', '?')} profile and the notebook's "
                 f"defaults). Replay mode can only show what was recorded; change parameters in live mode.")
         return Trial(label, run, replayed=True)
+
+    def _saw_kernel(self, kernel: str) -> None:
+        if kernel not in self._kernels:
+            self._kernels.append(kernel)
 
     def _saw_backend(self, backend: str | None) -> None:
         if backend and backend not in self._backends:
@@ -213,6 +247,10 @@ class CaseLab:
         if self.mode == "replay":
             env["kernel"] = self._recorded.get("kernel", "unknown")
             env["data"] = "recorded runs (replay)"
+        elif self._kernels:
+            env["kernel"] = ", ".join(self._kernels)
+        if self.kernel is not None:
+            env["lab kernel"] = f"{self.kernel} ({self.kernel_why})"
         return env
 
     def publish(self, title: str, checks: Sequence[Any]) -> None:
@@ -227,11 +265,22 @@ class CaseLab:
         return pd.DataFrame([t.row() for t in chosen]).set_index("variant")
 
     def _repr_markdown_(self) -> str:
+        if self.mode == "live" and self.kernel == "uml":
+            return (f"**Live, in a User-mode Linux kernel** ({self.kernel_why}; the kernel's version is in the footer): "
+                    f"every number below was measured just now in that kernel, on this machine "
+                    f"(profile {self.profile}).")
         if self.mode == "live":
-            return (f"**Live**: every number below was measured just now on this machine "
+            return (f"**Live**: every number below was measured just now on this machine's kernel "
                     f"(profile {self.profile}).")
         return (f"**Replay**: this page shows runs recorded on Linux {self._recorded.get('kernel', '?')} "
                 f"(profile {self._recorded.get('profile', '?')}); nothing was run on this machine.")
+
+
+def _kernel_of(run: Run) -> str:
+    """How a run names its kernel on pages: "6.18.44 (host)" or "6.1.176 (UML)"."""
+    env = run.environment
+    kind = "UML" if env.get("lab_kernel") == "uml" else "host"
+    return f"{env.get('kernel', '?')} ({kind})"
 
 
 def _spec(spec: PathSpec | Mapping[str, Any] | None, settings: Mapping[str, Any]) -> PathSpec:
