@@ -1,7 +1,9 @@
 # tcplab — every target installs what it needs first, so on a fresh Debian/Ubuntu machine
 # `make report` and `make test` are the only two commands needed (as root).
 
-PYTHON      ?= python3
+# Debian's own Python where there is one: a .venv made from it can be used by every user of the
+# machine (a Python under /root cannot), which the UML kernel's live labs without root need.
+PYTHON      ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 VENV        := .venv
 PY          := $(VENV)/bin/python
 TCPLAB      := $(VENV)/bin/tcplab
@@ -14,17 +16,19 @@ KERNEL      ?= auto
 FRESH       ?= 0
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k path -x"
 PYTEST_ARGS ?=
+# The lab's own tests, run again inside the UML kernel (booting UML inside UML is not among them).
+UML_LAB_TESTS := tests/lab tests/traffic tests/observe --ignore=tests/lab/test_uml.py
 
 # System tools the lab, the captures and the PDF rendering call.
 APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark iputils-ping procps curl iperf3 \
                 libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
-                poppler-utils libjs-katex
+                poppler-utils libjs-katex user-mode-linux kmod
 
-.PHONY: setup system-packages test report render replay-data bench lab doctor cleanup clean help
+.PHONY: setup system-packages test test-host test-uml report render replay-data bench lab doctor cleanup clean help
 
 help:
 	@echo "make report   run every case and render reports/ (HTML, PDF, handout)"
-	@echo "make test     run the test suite (real namespaces; needs root)"
+	@echo "make test     run the test suite on the host kernel and in a UML kernel (real namespaces; needs root)"
 	@echo "make bench    fidelity, capture overhead, pcap engine and report timings"
 	@echo "make replay-data  rerun every case live and ship its runs in data/replay/ (maintainers)"
 	@echo "make lab      JupyterLab on the notebooks with the project's kernel"
@@ -49,8 +53,16 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@
 
-test: setup
+# The suite on both lab kernels: this machine's, then a User-mode Linux kernel (netem, stock
+# sysctls) — the lab tests run inside it, the course runs its lab there. Either failing fails.
+test: test-host test-uml
+
+test-host: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-uml: setup
+	$(TCPLAB) uml run -- $(PY) -m pytest --color=no $(PYTEST_ARGS) $(UML_LAB_TESTS)
+	$(PY) -m pytest $(PYTEST_ARGS) tests/test_course_uml.py
 
 report: setup
 	$(TCPLAB) report --cases $(CASES) --profile $(PROFILE) --edition $(EDITION) --mode $(MODE) --kernel $(KERNEL) $(if $(filter 1,$(FRESH)),--fresh)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any, Sequence
 
+from .lab.uml import UmlError
 from .units import ParameterError, format_duration, format_rate
 
 EXIT_OK, EXIT_PROBLEM, EXIT_BAD_INPUT, EXIT_CANNOT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -34,9 +36,34 @@ def parse_sets(pairs: Sequence[str]) -> dict[str, str]:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .lab import doctor
+    from .lab.kernels import choose_kernel
 
-    caps = doctor.capabilities()
-    result: dict[str, Any] = {"capabilities": caps.as_dict()}
+    where = doctor.lab_kernels()
+    result: dict[str, Any] = {"lab_kernels": where}
+    if not args.json:
+        print(f"lab kernels for this user (uid {where['uid']}):")
+        for name in ("host", "uml"):
+            row = where[name]
+            print(f"  {name:<5} {row['release']:<12} {'can run the lab' if row['ok'] else 'no: ' + row['why']}")
+    choice = choose_kernel(args.kernel)
+    result["kernel"] = choice.kernel
+    if choice.kernel is None:
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print(f"PROBLEM: no live lab for this user: {choice.why}; the course replays recorded runs")
+        return EXIT_CANNOT
+    in_lab = doctor.in_kernel(choice.kernel)
+    if not args.json:
+        print(f"the lab runs on   {choice.kernel} ({choice.why})")
+    if choice.kernel == "uml" and not args.json:
+        from .lab import uml
+
+        booted = uml.shared_kernel()
+        print(f"UML kernel        {booted.release}, booted in {booted.boot_seconds:.1f} s; modules loaded: "
+              f"{' '.join(booted.info['modules_loaded'])}; not loaded: {' '.join(booted.info['modules_failed']) or 'none'}")
+    caps = in_lab(doctor.capabilities)
+    result["capabilities"] = caps.as_dict()
     if not args.json:
         print(f"kernel            {caps.kernel}")
         print(f"root              {'yes' if caps.root else 'NO'}")
@@ -56,7 +83,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(json.dumps(result, indent=2))
         return EXIT_CANNOT
     if not args.no_fidelity:
-        check = doctor.fidelity_check(rtt=args.rtt, rate=args.rate, backend=args.backend)
+        check = in_lab(doctor.fidelity_check, rtt=args.rtt, rate=args.rate, backend=args.backend)
         result["fidelity"] = {
             "backend": check.backend, "rtt_configured_s": check.rtt_configured,
             "rtt_measured_s": check.rtt_measured, "rtt_kernel_min_s": check.rtt_kernel_min,
@@ -78,6 +105,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     return EXIT_OK
+
+
+# --- uml ---------------------------------------------------------------------------------------
+
+def cmd_uml(args: argparse.Namespace) -> int:
+    """``tcplab uml fetch``: unpack the kernel into the user's cache (no root).
+    ``tcplab uml run -- CMD …``: boot the kernel, run CMD in it as its root, print its
+    output, power off; the exit status is CMD's (the test suite's UML leg runs this way)."""
+    from .lab import uml
+
+    if args.action == "fetch":
+        install = uml.fetch_install()
+        print(f"UML kernel {install.release}: {install.binary}")
+        return EXIT_OK
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        raise ParameterError("command", "", "a command after --, e.g. tcplab uml run -- uname -r")
+    with uml.UmlKernel(mem=os.environ.get("TCPLAB_UML_MEM", "1G")) as kernel:
+        kernel.echo = lambda line: print(line, flush=True)
+        status = kernel.call(uml.run_command, argv)
+        kernel.echo = None  # the power-off messages are not the command's
+        return status
 
 
 # --- lab ---------------------------------------------------------------------------------------
@@ -156,8 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rtt", default="20ms")
     p.add_argument("--rate", default="100mbit")
     p.add_argument("--backend", default="auto", choices=("auto", "netem", "delayline"))
+    p.add_argument("--kernel", default="auto", choices=("auto", "host", "uml"),
+                   help="which lab kernel to examine (auto: the one the course would use)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("uml", help="the User-mode Linux lab kernel: fetch it without root, run a command in it")
+    p.add_argument("action", choices=("fetch", "run"))
+    p.add_argument("argv", nargs=argparse.REMAINDER, help="with run: the command, after --")
+    p.set_defaults(func=cmd_uml)
 
     p = sub.add_parser("lab", help="build a path and keep it up for exploring by hand")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -192,6 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tcplab: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except PermissionError as exc:
+        print(f"tcplab: {exc}", file=sys.stderr)
+        return EXIT_CANNOT
+    except UmlError as exc:
         print(f"tcplab: {exc}", file=sys.stderr)
         return EXIT_CANNOT
     except KeyboardInterrupt:

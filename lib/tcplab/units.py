@@ -37,8 +37,13 @@ class ParameterError(ValueError):
         self.name = name
         self.value = value
         self.accepted = accepted
+        self.why = why
         detail = f" ({why})" if why else ""
         super().__init__(f"{name}: {value!r} is not accepted{detail}; accepted: {accepted}")
+
+    def __reduce__(self):
+        # Rebuilt from its fields, so it can travel back from a UML lab kernel as itself.
+        return type(self), (self.name, self.value, self.accepted, self.why)
 
 
 _NUMBER = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"

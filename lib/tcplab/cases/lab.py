@@ -93,6 +93,10 @@ class CaseLab:
             # no longer runs is not shipped as replay data.
             replay.write_index(self._case_runs, replay.empty_index())
 
+    def __reduce__(self):
+        raise TypeError("a CaseLab stays in the notebook: give keep() and live() a function of the path "
+                        "(lambda: f(path)), not one that uses the lab")
+
     # --- parameters -------------------------------------------------------------------------------
     def pick(self, value: Any, *, quick: Any, full: Any) -> Any:
         """``value`` if the notebook was given one, else the profile's default."""
@@ -113,7 +117,7 @@ class CaseLab:
         with exclusive_measurement(lambda: print(f"{self.case_id}: waiting for another measurement to finish",
                                                   file=sys.__stderr__, flush=True)), Path(spec) as live:
             self._saw_backend(live.backend)
-            self._index(backend=live.backend)
+            self._index(backend=live.backend, kernel=kernel_label(live.kernel, live.release))
             yield live
 
     def _on_kernel(self, spec: PathSpec) -> PathSpec:
@@ -276,11 +280,14 @@ class CaseLab:
                 f"(profile {self._recorded.get('profile', '?')}); nothing was run on this machine.")
 
 
+def kernel_label(kind: str | None, release: str) -> str:
+    """How pages name a lab kernel: "6.18.44 (host)" or "6.1.176 (UML)"."""
+    return f"{release} ({'UML' if kind == 'uml' else 'host'})"
+
+
 def _kernel_of(run: Run) -> str:
-    """How a run names its kernel on pages: "6.18.44 (host)" or "6.1.176 (UML)"."""
     env = run.environment
-    kind = "UML" if env.get("lab_kernel") == "uml" else "host"
-    return f"{env.get('kernel', '?')} ({kind})"
+    return kernel_label(env.get("lab_kernel"), env.get("kernel", "?"))
 
 
 def _spec(spec: PathSpec | Mapping[str, Any] | None, settings: Mapping[str, Any]) -> PathSpec:

@@ -19,17 +19,20 @@ class CleanupReport:
     processes: list[int] = field(default_factory=list)
     host_restored: dict[str, str] = field(default_factory=dict)
     trace_instances: list[str] = field(default_factory=list)
+    uml_instances: list[str] = field(default_factory=list)
     skipped_live: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
-        return not (self.namespaces or self.processes or self.host_restored or self.trace_instances)
+        return not (self.namespaces or self.processes or self.host_restored or self.trace_instances
+                    or self.uml_instances)
 
     def lines(self) -> list[str]:
         out = [f"removed namespace {n}" for n in self.namespaces]
         out += [f"stopped process {p}" for p in self.processes]
         out += [f"restored {k} = {v}" for k, v in self.host_restored.items()]
         out += [f"removed trace instance {t}" for t in self.trace_instances]
+        out += [f"ended UML kernel {u} (its owner was gone)" for u in self.uml_instances]
         out += [f"left alone (run still alive): {n}" for n in self.skipped_live]
         return out or ["nothing to clean"]
 
@@ -47,7 +50,15 @@ def owner_alive(name: str) -> bool:
 
 
 def cleanup(prefix: str = netns.PREFIX, *, force: bool = False) -> CleanupReport:
+    """Namespaces, processes, host settings and trace instances of dead runs (as root), and
+    this user's UML kernels whose owner died (as any user: a UML kernel's namespaces and
+    settings die with it)."""
+    from . import uml
+
     report = CleanupReport()
+    report.uml_instances = uml.cleanup_orphans()
+    if os.geteuid() != 0:
+        return report
     for name in netns.listed(prefix):
         if not force and owner_alive(name):
             report.skipped_live.append(name)

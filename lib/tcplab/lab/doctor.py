@@ -69,6 +69,29 @@ def capabilities() -> Capabilities:
     )
 
 
+def lab_kernels() -> dict[str, Any]:
+    """For this user: can the host kernel run the lab, can the UML kernel, and which releases."""
+    from . import uml
+    from .kernels import host_can_run, uml_can_run
+
+    host_ok, host_why = host_can_run()
+    uml_ok, uml_why = uml_can_run()
+    install = uml.find_install()
+    return {"uid": os.getuid(),
+            "host": {"ok": host_ok, "why": host_why, "release": platform.release()},
+            "uml": {"ok": uml_ok, "why": uml_why, "release": install.release if install else "-",
+                    "binary": str(install.binary) if install else None}}
+
+
+def in_kernel(kernel: str):
+    """A caller of functions in the lab kernel ``kernel`` (the UML one is booted on first use)."""
+    if kernel != "uml":
+        return lambda fn, *args, **kwargs: fn(*args, **kwargs)
+    from . import uml
+
+    return lambda fn, *args, **kwargs: uml.shared_kernel().call(fn, *args, **kwargs)
+
+
 @dataclass
 class FidelityCheck:
     backend: str

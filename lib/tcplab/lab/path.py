@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
+import platform
 import secrets
 import signal
 import subprocess
@@ -280,6 +281,11 @@ class Path:
             self.stop()
             raise
         return self
+
+    @property
+    def release(self) -> str:
+        """The release of the kernel the path lives in."""
+        return self.remote.release if self.remote is not None else platform.release()
 
     def _start_in_uml(self) -> "Path":
         """Build the path inside the process's UML kernel (booted on first use); this object

@@ -243,6 +243,8 @@ class UmlKernel:
         self.info: dict[str, Any] = {}
         self.boot_seconds: float | None = None
         self.console: collections.deque[str] = collections.deque(maxlen=400)
+        #: Called with every console line that is not the agent's (kernel and program output).
+        self.echo: Callable[[str], None] | None = None
         self._proc: subprocess.Popen | None = None
         self._lifeline: int | None = None
         self._console_in: Any = None
@@ -358,6 +360,11 @@ class UmlKernel:
         verbose = os.environ.get("TCPLAB_UML_VERBOSE") == "1"
         for raw in self._proc.stdout:
             line = raw.decode(errors="replace").rstrip("\r\n")
+            if PROTOCOL in line and not line.startswith(PROTOCOL):
+                # a program's unfinished line ran into the agent's: keep both
+                line, said = line.split(PROTOCOL, 1)
+                self._output(line)
+                line = PROTOCOL + said
             if line.startswith(PROTOCOL):
                 word, _, rest = line[len(PROTOCOL):].strip().partition(" ")
                 with self._cond:
@@ -367,12 +374,17 @@ class UmlKernel:
                         self._done.add(int(rest))
                     self._cond.notify_all()
                 continue
-            self.console.append(line)
-            if verbose:
-                print(f"[uml] {line}", file=sys.__stderr__, flush=True)
+            self._output(line, verbose)
         with self._cond:
             self._eof = True
             self._cond.notify_all()
+
+    def _output(self, line: str, verbose: bool = False) -> None:
+        self.console.append(line)
+        if self.echo is not None:
+            self.echo(line)
+        elif verbose:
+            print(f"[uml] {line}", file=sys.__stderr__, flush=True)
 
     def tail(self, lines: int = 25) -> str:
         return "\n".join(list(self.console)[-lines:]) or "(nothing)"
@@ -454,6 +466,12 @@ class UmlKernel:
         if hasattr(exc, "add_note"):
             exc.add_note(f"(raised inside the UML kernel {self.release}:)\n{trace}")
         raise exc
+
+
+def run_command(argv: list[str]) -> int:
+    """Run ``argv`` in this kernel with its output on the console (called in the agent by
+    ``tcplab uml run``); its exit status."""
+    return subprocess.call(argv, stdin=subprocess.DEVNULL)
 
 
 def _quote(text: str) -> str:

@@ -64,7 +64,7 @@ def live_host(path_id: str, name: str) -> Any:
 # --- the loop ---------------------------------------------------------------------------------------
 
 def _say(text: str) -> None:
-    sys.stdout.write(f"\n{PROTOCOL} {text}\n")  # on a line of its own, whatever was printed before
+    sys.stdout.write(f"{PROTOCOL} {text}\n")
     sys.stdout.flush()
 
 

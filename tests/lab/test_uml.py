@@ -1,0 +1,137 @@
+"""The User-mode Linux lab kernel, for real: boots Debian's linux.uml, builds a netem path in
+it, runs an experiment there, and leaves nothing behind when its owner is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path as FsPath
+
+import pytest
+
+from tcplab.experiment import Experiment
+from tcplab.lab import Path, PathSpec, cleanup, fidelity, uml
+from tcplab.runs import COMPLETE
+from tcplab.traffic import Bulk
+from tcplab.units import ParameterError
+
+pytestmark = pytest.mark.kernel
+
+BOOT = """
+import json, sys
+from tcplab.lab import uml
+kernel = uml.UmlKernel(mem="512M").start()
+print(json.dumps({"pgid": int(open(kernel._record.workdir + "/uml.pgid").read()), "umid": kernel.umid,
+                  "shepherd": kernel._proc.pid, "workdir": kernel._record.workdir}), flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    if uml.find_install() is None:
+        pytest.fail(uml.missing_message())
+    with uml.UmlKernel() as booted:
+        yield booted
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _boot_in_child() -> tuple[subprocess.Popen, dict]:
+    child = subprocess.Popen([sys.executable, "-c", BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    facts = json.loads(child.stdout.readline())
+    assert _group_alive(facts["pgid"])
+    return child, facts
+
+
+def _wait_gone(pgid: int, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _group_alive(pgid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_calls_run_in_the_second_kernel_and_exceptions_come_back_as_themselves(kernel):
+    assert kernel.call(platform.release) == kernel.install.release != platform.release()
+    assert kernel.info["modules_failed"] == [] and "sch_netem" in kernel.info["modules_loaded"]
+    assert kernel.call(lambda a, b=1: a * b, 6, b=7) == 42
+    with pytest.raises(ParameterError) as info:  # raised inside, rebuilt here with its fields
+        kernel.call(PathSpec, rtt="-5ms")
+    assert info.value.name == "rtt" and "inside the UML kernel" in "".join(getattr(info.value, "__notes__", []))
+
+
+def test_a_netem_path_in_uml_delays_as_configured(kernel, monkeypatch):
+    monkeypatch.setattr(uml, "_shared", kernel)
+    with Path(rtt="20ms", rate="100mbit", backend="netem", kernel="uml") as path:
+        assert path.remote is kernel and path.backend == "netem" and path.kernel == "uml"
+        qdiscs = path.router.run(["tc", "qdisc", "show", "dev", "to-server"]).stdout
+        assert "netem" in qdiscs and "delay 10ms" in qdiscs, qdiscs
+        rtts = kernel.call(fidelity.tcp_rtt, path, count=20)
+        # netem never delays less than asked; UML's timer adds a little on top
+        assert 0.020 <= rtts.kernel_min_rtt and rtts.median < 0.025, rtts
+        assert path.describe()["kernel"] == {"kind": "uml", "release": kernel.release}
+    assert kernel.call(lambda: __import__("tcplab.lab.uml_agent").lab.uml_agent.LIVE) == {}
+
+
+def test_an_experiment_in_uml_leaves_a_complete_record_on_the_host(kernel, monkeypatch, tmp_path):
+    monkeypatch.setattr(uml, "_shared", kernel)
+    with Path(rtt="10ms", rate="50mbit", kernel="uml") as path:
+        run = Experiment(path, Bulk(size="1MB"), case="uml-test", runs_dir=tmp_path).run()
+    assert run.status == COMPLETE and run.dir.parent.parent == tmp_path
+    assert run.environment["lab_kernel"] == "uml" and run.environment["kernel"] == kernel.release
+    assert run.environment["backend"] == "netem"
+    assert run.params["path"]["kernel"] == "uml"
+    assert run.app.bytes == 1024 * 1024 and run.app.goodput_bps > 0
+    assert len(run.packets()) > 700  # 1 MB in 1448-byte segments, plus ACKs, read back on the host
+
+
+def test_the_owners_death_ends_the_kernel_and_cleanup_removes_its_record():
+    child, facts = _boot_in_child()
+    child.kill()
+    child.wait()
+    assert _wait_gone(facts["pgid"]), "the UML kernel outlived its owner"
+    assert facts["umid"] in cleanup.cleanup().uml_instances
+    assert not FsPath(facts["workdir"]).exists()
+
+
+def test_cleanup_ends_an_orphan_whose_watchdog_died_too():
+    child, facts = _boot_in_child()
+    os.kill(facts["shepherd"], signal.SIGKILL)
+    child.kill()
+    child.wait()
+    time.sleep(0.5)
+    assert _group_alive(facts["pgid"])  # nobody watches it any more
+    report = cleanup.cleanup()
+    assert facts["umid"] in report.uml_instances
+    assert f"ended UML kernel {facts['umid']} (its owner was gone)" in report.lines()
+    assert _wait_gone(facts["pgid"])
+
+
+def test_bad_kernel_values_are_refused_by_name_before_anything_starts():
+    with pytest.raises(ParameterError) as info:
+        PathSpec(rtt="20ms", kernel="vm")
+    assert info.value.name == "kernel" and "host" in info.value.accepted and "uml" in info.value.accepted
+
+
+def test_a_missing_or_unreadable_kernel_is_said_clearly(monkeypatch, tmp_path):
+    monkeypatch.setattr(uml, "find_install", lambda: None)
+    with pytest.raises(uml.UmlError, match="apt-get install user-mode-linux kmod"):
+        uml.UmlKernel().start()
+    absent = tmp_path / "absent"
+    broken = uml.UmlInstall(binary=absent / "linux.uml", modules=absent / "6.1.0", modprobe=absent / "kmod")
+    with pytest.raises(uml.UmlError, match="cannot be read by this user"):
+        uml.UmlKernel(install=broken).start()
+    assert all(record.owner != os.getpid() for record in uml.UmlRecord.all())  # nothing was started
