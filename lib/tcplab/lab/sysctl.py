@@ -121,12 +121,23 @@ def snapshot_in(ns: str) -> dict[str, str]:
     return netns.run_in(ns, _snap)
 
 
+#: The guards this process holds, outermost first. A forked child (pyroute2 forks helpers)
+#: inherits the list but holds nothing, so a guard nests only when the pid matches.
+_held: list["HostGuard"] = []
+
+
 class HostGuard:
     """Change host-global sysctls for the duration of a ``with`` block, then restore them.
 
     Only one guard holds the machine at a time (a file lock), so two experiments can never
     restore each other's values in the wrong order. The original values reach the disk
     before the first write; :func:`restore_host` puts them back after a crash.
+
+    Inside a guard this process holds, a second guard nests (a test that sets stock limits
+    for a whole path whose own guard raises one of them): it takes no lock, adds to the
+    record only the keys no outer guard had saved (the record keeps the machine's true
+    values), and puts back the values it found when it exits. Nested guards exit in reverse
+    order, as ``with`` blocks do.
     """
 
     def __init__(self, settings: Mapping[str, object], *, wait: float = 600.0) -> None:
@@ -143,6 +154,8 @@ class HostGuard:
         self._lock_fd: int | None = None
 
     def __enter__(self) -> "HostGuard":
+        if _held and _held[0]._owner == os.getpid():
+            return self._nest()
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self._lock_fd = os.open(GUARD_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + self.wait
@@ -159,6 +172,24 @@ class HostGuard:
         restore_host()
         original = {key: read(key) for key in self.settings}
         _write_atomic(GUARD_RECORD, {"pid": os.getpid(), "time": time.time(), "original": original})
+        self._owner = os.getpid()
+        _held.append(self)
+        try:
+            for key, value in self.settings.items():
+                write(key, value)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _nest(self) -> "HostGuard":
+        self._found = {key: read(key) for key in self.settings}
+        record = json.loads(GUARD_RECORD.read_text())
+        self._added = [key for key in self.settings if key not in record["original"]]
+        record["original"].update({key: self._found[key] for key in self._added})
+        _write_atomic(GUARD_RECORD, record)
+        self._owner = os.getpid()
+        _held.append(self)
         try:
             for key, value in self.settings.items():
                 write(key, value)
@@ -168,9 +199,25 @@ class HostGuard:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self not in _held:
+            return
+        if _held[-1] is not self:
+            raise RuntimeError("host guards must exit in reverse order of entry")
+        if _held[0] is not self:  # nested: back to the values the enclosing guard had set
+            try:
+                for key, value in self._found.items():
+                    write(key, value)
+                record = json.loads(GUARD_RECORD.read_text())
+                for key in self._added:
+                    record["original"].pop(key, None)
+                _write_atomic(GUARD_RECORD, record)
+            finally:
+                _held.pop()
+            return
         try:
             restore_host()
         finally:
+            _held.pop()
             if self._lock_fd is not None:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
                 os.close(self._lock_fd)
