@@ -1,14 +1,19 @@
-"""Case helpers for the socket-buffer cases, on synthetic tables with known answers."""
+"""Case helpers for the socket-buffer cases, on synthetic tables with known answers; the
+machine's buffer limits on the real kernel, with stock Linux values set for the test."""
 
 from __future__ import annotations
 
+import json
 import os
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from tcplab.cases import buffers
+from tcplab.cases import CaseLab, buffers
+from tcplab.lab import PathSpec, sysctl
+from tcplab.traffic import Bulk
 
 
 def _packets(rows):
@@ -96,3 +101,89 @@ def test_sendmsg_trace_leaves_no_instance_behind(root):
         assert "tracer" in read()
     mine = [p for p in (trace.TRACEFS / "instances").iterdir() if p.name.startswith(f"{trace.INSTANCE_PREFIX}{os.getpid()}-")]
     assert mine == []
+
+
+# --------------------------------------------------------------- the machine's buffer limits
+
+#: Linux's own default of net.core.wmem_max and rmem_max (this CI machine has 4 MB).
+STOCK = 212992
+LIMITS = (buffers.WMEM_MAX, buffers.RMEM_MAX)
+
+
+class _KeptLab:
+    """A lab stand-in whose kept values are given: the helper's arithmetic without a kernel."""
+
+    mode, kernel, trials = "replay", None, {}
+
+    def __init__(self, found):
+        self.kept = {"buffer limits": found}
+
+    def keep(self, name, compute):
+        return self.kept[name]
+
+
+def _found(wmem_max, rmem_max):
+    return {buffers.WMEM_MAX: wmem_max, buffers.RMEM_MAX: rmem_max,
+            buffers.TCP_RMEM: "4096 131072 6291456", buffers.TCP_WMEM: "4096 16384 4194304"}
+
+
+def test_limits_are_raised_to_what_a_variant_asks_only_when_below():
+    spec = PathSpec(rtt="20ms")
+    stock = buffers.BufferLimits(_KeptLab(_found(STOCK, STOCK)))
+    both = Bulk(size="1MB", sndbuf="256KB", rcvbuf="1MB")
+    assert stock.needed(spec, both) == {buffers.WMEM_MAX: 262144, buffers.RMEM_MAX: 1048576}
+    assert stock.spec(spec, both).host == {buffers.WMEM_MAX: 262144, buffers.RMEM_MAX: 1048576}
+    assert stock.needed(spec, Bulk(size="1MB", sndbuf="128KB")) == {}
+    assert stock.spec(spec, Bulk(size="1MB", sndbuf="128KB")) is spec  # the same runs as before
+    # the largest of several variants; a variant that wants the clamp, or a spec that sets the
+    # limit itself, is the notebook's choice
+    assert stock.needed(spec, Bulk(sndbuf="256KB"), Bulk(sndbuf="1MB")) == {buffers.WMEM_MAX: 1048576}
+    assert stock.needed(spec, Bulk(sndbuf="256KB", clamp_ok=True)) == {}
+    assert stock.needed(PathSpec(host={"net.core.wmem_max": 131071}), Bulk(sndbuf="256KB")) == {}
+    raised = stock.spec(PathSpec(host={"net.ipv4.tcp_mem": "64 96 128"}), Bulk(sndbuf="1MB"))
+    assert raised.host == {"net.ipv4.tcp_mem": "64 96 128", buffers.WMEM_MAX: 1048576}
+    assert stock.in_force(buffers.WMEM_MAX, raised) == 1048576 and stock.in_force(buffers.RMEM_MAX, raised) == STOCK
+    # a machine with larger limits is never lowered
+    big = buffers.BufferLimits(_KeptLab(_found(4194304, 4194304)))
+    assert big.needed(spec, both) == {} and big.spec(spec, both) is spec
+    assert (big.wmem_max, big.rmem_max, big.tcp_rmem_max, big.tcp_wmem_max) == (4194304, 4194304, 6291456, 4194304)
+
+
+@pytest.fixture
+def stock_limits(root):
+    """Both limits at stock Linux's value for the test, restored by the guard after it."""
+    with sysctl.HostGuard({key: STOCK for key in LIMITS}):
+        yield
+
+
+@pytest.mark.kernel
+def test_a_guard_nests_inside_one_this_process_holds(stock_limits):
+    with sysctl.HostGuard({buffers.WMEM_MAX: 262144, "net.ipv4.tcp_mem": "1000000 2000000 3000000"}):
+        assert sysctl.read(buffers.WMEM_MAX) == "262144"
+        # after a crash here, cleanup must restore the machine's own values, not the outer guard's
+        original = json.loads(sysctl.GUARD_RECORD.read_text())["original"]
+        assert original[buffers.WMEM_MAX] != str(STOCK) and "net.ipv4.tcp_mem" in original
+    assert sysctl.read(buffers.WMEM_MAX) == str(STOCK)
+    assert set(json.loads(sysctl.GUARD_RECORD.read_text())["original"]) == set(LIMITS)
+
+
+@pytest.mark.kernel
+def test_on_stock_limits_a_variant_runs_with_its_limit_raised_then_restored(stock_limits, tmp_path):
+    lab = CaseLab("98-fixture", mode="live", kernel="host", runs_dir=tmp_path / "runs")
+    limits = buffers.BufferLimits(lab)
+    assert (limits.wmem_max, limits.rmem_max) == (STOCK, STOCK)
+    spec = PathSpec(rtt="2ms", rate="100mbit")
+    fixed = Bulk(size="256KB", sndbuf="256KB", cc="cubic")
+    observe = dict(capture="none", telemetry=False, tracepoints=False)
+    with lab.path(limits.spec(spec, fixed)) as path:
+        assert sysctl.read(buffers.WMEM_MAX) == "262144" and sysctl.read(buffers.RMEM_MAX) == str(STOCK)
+        trial = lab.run("sndbuf-256KB", fixed, path=path, observe=observe)
+    assert trial.socket("server")["sndbuf"] == 2 * 262144  # not clamped to 2 x 212992
+    assert sysctl.read(buffers.WMEM_MAX) == str(STOCK)  # back to the value the path found
+    small = lab.run("sndbuf-16KB", Bulk(size="256KB", sndbuf="16KB", cc="cubic"),
+                    path=limits.spec(spec, Bulk(sndbuf="16KB")), observe=observe)
+    assert small.path_params["host"] == {}  # nothing to raise for 16 KB
+    note = limits.note()
+    assert f"`net.core.wmem_max` was {STOCK} on this machine" in note
+    assert "the variant sndbuf-256KB raised it to 262144 for its run" in note
+    assert f"it read {STOCK} again after the runs" in note and "rmem_max" not in note

@@ -1,8 +1,11 @@
 """Socket-buffer cases (01 send buffer, 02 receive buffer): the few numbers their notebooks
-read off a :class:`~tcplab.cases.Trial` beyond what the trial itself offers.
+read off a :class:`~tcplab.cases.Trial` beyond what the trial itself offers, and the
+machine's limits on socket buffers that every case setting ``SO_SNDBUF``/``SO_RCVBUF`` reads
+(:class:`BufferLimits`).
 
 Everything here works on a trial's record only (packets, ``ss`` samples, the side
-programs' reports), so it gives the same answer live and in replay.
+programs' reports) or on values kept with the replay data, so it gives the same answer live
+and in replay.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pandas as pd
 
+from ..lab import PathSpec, sysctl
 from ..observe import trace
+from ..traffic import host_limits
 
 __all__ = ["send_wait", "burst_starts", "burst_spacing", "advertised_windows",
            "handshake_wscale", "handshake_window", "scaling_ratios", "sendbuf_row", "rcvbuf_row", "goodput_frame",
-           "parse_sendmsg", "sendmsg_summary", "sendmsg_trace", "trace_sendmsg"]
+           "parse_sendmsg", "sendmsg_summary", "sendmsg_trace", "trace_sendmsg",
+           "WMEM_MAX", "RMEM_MAX", "read_limits", "BufferLimits"]
 
 
 def send_wait(trial: Any) -> dict[str, float]:
@@ -210,3 +216,134 @@ def trace_sendmsg(path: Any, workload: Any) -> dict[str, float]:
     if not result.ok:
         raise RuntimeError(f"traced run failed: {result.error}")
     return sendmsg_summary(parse_sendmsg(text), -(-workload.size // workload.write_size))
+
+
+# --------------------------------------------------------------- the machine's buffer limits
+
+#: The host-global ceilings of ``SO_SNDBUF`` and ``SO_RCVBUF`` (man 7 socket). Stock Linux
+#: has 212992 for both; distributions and tuned hosts often more, so a case never assumes.
+WMEM_MAX, RMEM_MAX = "net.core.wmem_max", "net.core.rmem_max"
+#: The autotuning maxima beside them (per namespace; a new namespace starts with the host's).
+TCP_RMEM, TCP_WMEM = "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"
+
+
+def read_limits() -> dict[str, Any]:
+    """The buffer limits of the kernel this runs in: wmem_max and rmem_max (ints), tcp_rmem
+    and tcp_wmem (as the kernel prints them, "min default max")."""
+    return {**host_limits(), **{key: " ".join(sysctl.read(key).split()) for key in (TCP_RMEM, TCP_WMEM)}}
+
+
+def _plural(labels: list[str]) -> str:
+    names = ", ".join(labels[:-1]) + (" and " if len(labels) > 1 else "") + labels[-1]
+    return f"the variant{'s' if len(labels) > 1 else ''} {names}"
+
+
+class BufferLimits:
+    """The socket-buffer limits of a case's lab kernel, and the host settings its variants need.
+
+    ``SO_SNDBUF``/``SO_RCVBUF`` are clamped, silently, to ``net.core.wmem_max``/``rmem_max``,
+    which belong to the whole machine. A variant that asks for more than the machine allows
+    gets the limit raised to exactly what it asks, for its own path only (the path's host
+    guard restores it when the path goes); a machine whose limit is already large enough is
+    left alone, and a limit is never lowered here. The values are read in the lab's kernel
+    with :meth:`CaseLab.keep`, so replay uses those of the machine that recorded the runs,
+    and builds the same path specs that were recorded.
+
+    ::
+
+        limits = buffers.BufferLimits(lab)
+        fixed = Bulk(size=size, sndbuf="256KB")
+        lab.run("sndbuf-256KB", fixed, path=limits.spec(spec, fixed))
+        Markdown(limits.note())     # what was found, raised and restored, from the runs
+    """
+
+    def __init__(self, lab: Any) -> None:
+        self.lab = lab
+        #: The limits as the case found them, before any of its runs.
+        self.found: dict[str, Any] = lab.keep("buffer limits", read_limits)
+        self._after: dict[str, Any] | None = None
+
+    @property
+    def wmem_max(self) -> int:
+        return int(self.found[WMEM_MAX])
+
+    @property
+    def rmem_max(self) -> int:
+        return int(self.found[RMEM_MAX])
+
+    @property
+    def tcp_rmem_max(self) -> int:
+        return int(str(self.found[TCP_RMEM]).split()[2])
+
+    @property
+    def tcp_wmem_max(self) -> int:
+        return int(str(self.found[TCP_WMEM]).split()[2])
+
+    def needed(self, spec: PathSpec, *workloads: Any) -> dict[str, int]:
+        """{limit: bytes} for each limit below a buffer the workloads ask for, raised to the
+        largest such buffer. A workload with ``clamp_ok`` wants the clamp, and a limit the
+        spec sets itself is the notebook's choice: neither is raised."""
+        own = {sysctl.key_of(k) for k in spec.host}
+        need: dict[str, int] = {}
+        for workload in workloads:
+            if getattr(workload, "clamp_ok", False):
+                continue
+            for _, asked, key in workload.buffers():
+                if asked is None or key in own or asked <= int(self.found[key]):
+                    continue
+                need[key] = max(need.get(key, 0), int(asked))
+        return need
+
+    def spec(self, spec: PathSpec, *workloads: Any) -> PathSpec:
+        """``spec`` with the limits the workloads need raised for its path; ``spec`` itself
+        when the machine's limits suffice (so the runs are the same as before)."""
+        need = self.needed(spec, *workloads)
+        return spec.replaced(host={**spec.host, **need}) if need else spec
+
+    def in_force(self, key: str, spec: PathSpec) -> int:
+        """The value of ``key`` while a path of ``spec`` is up: the spec's, else the machine's."""
+        host = {sysctl.key_of(k): v for k, v in spec.host.items()}
+        return int(host.get(key, self.found[key]))
+
+    def after(self) -> dict[str, Any]:
+        """The limits read again once the case's runs are over (kept too)."""
+        if self._after is None:
+            self._after = self.lab.keep("buffer limits after", read_limits)
+        return self._after
+
+    def note(self, trials: Any = None) -> str:
+        """One sentence per limit the variants ask about: the value found, which variants ran
+        with it raised or lowered (from their recorded path settings), and the value read
+        after the runs. Markdown."""
+        trials = list(trials if trials is not None else self.lab.trials.values())
+        after = self.after()
+        if self.lab.mode == "replay":
+            where = "on the machine that recorded these runs"
+        elif self.lab.kernel == "uml":
+            where = "in the lab's kernel"
+        else:
+            where = "on this machine"
+        sentences = []
+        for key, param in ((WMEM_MAX, "sndbuf"), (RMEM_MAX, "rcvbuf")):
+            found = int(self.found[key])
+            asked = [int(t.workload_params[param]) for t in trials if t.workload_params.get(param) is not None]
+            changed: dict[int, list[str]] = {}
+            for t in trials:
+                host = {sysctl.key_of(k): v for k, v in (t.path_params.get("host") or {}).items()}
+                if key in host and int(host[key]) != found:
+                    changed.setdefault(int(host[key]), []).append(t.label)
+            if not asked and not changed:
+                continue
+            parts = []
+            for value, labels in sorted(changed.items(), key=lambda item: -item[0]):
+                verb = "raised" if value > found else "lowered"
+                their = "their runs" if len(labels) > 1 else "its run"
+                parts.append(f"{_plural(labels)} {verb} it to {value} for {their}")
+            if asked and not any(v > found for v in changed):
+                parts.insert(0, f"enough for the largest buffer a variant asks for ({max(asked)} bytes), "
+                                f"so none needed it raised")
+            end = int(after[key])
+            back = (f"it read {end} again after the runs" if end == found
+                    else f"it read {end} after the runs, not {found}")
+            sentences.append(f"`{key}` was {found} {where}: " + "; ".join(parts) + f"; {back}.")
+        return " ".join(sentences)
