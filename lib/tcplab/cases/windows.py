@@ -32,9 +32,13 @@ def _offered(value: Any) -> int | None:
     return None if value is None or pd.isna(value) or int(value) < 0 else int(value)
 
 
-def handshake(trial: Any) -> dict[str, Any]:
+def handshake(trial: Any, *, rmem_max: int) -> dict[str, Any]:
     """What the SYN and SYN-ACK of the trial's main flow carried, and what the kernels
-    predicted from their recorded buffer limits (None where a side had scaling off)."""
+    predicted from their buffer limits (None where a side had scaling off).
+
+    ``tcp_rmem`` is per namespace and comes from the run's sysctl record; ``rmem_max`` is
+    host-global, and a namespace does not show it on every kernel (6.1 does not), so the
+    caller passes the value read in the lab's kernel (``BufferLimits(lab).rmem_max``)."""
     flows = trial.packets.flows
     row = flows.loc[flows["flow"] == trial.metrics.flow].iloc[0]
     sysctls = getattr(trial.run, "sysctls", {})
@@ -45,12 +49,12 @@ def handshake(trial: Any) -> dict[str, Any]:
         out[f"{side} offered wscale"] = _offered(row[f"wscale_{side}"])
         predicted = None
         if own.get("net.ipv4.tcp_window_scaling", "1") != "0" and "net.ipv4.tcp_rmem" in own:
-            predicted = initial_wscale(int(own["net.ipv4.tcp_rmem"].split()[2]), int(own["net.core.rmem_max"]))
+            predicted = initial_wscale(int(own["net.ipv4.tcp_rmem"].split()[2]), int(rmem_max))
         out[f"{side} predicted wscale"] = predicted
     out["window scaling"] = str(row["window_scaling"])
     return out
 
 
-def handshakes(trials: Iterable[Any]) -> pd.DataFrame:
+def handshakes(trials: Iterable[Any], *, rmem_max: int) -> pd.DataFrame:
     """:func:`handshake` of several trials, one row each."""
-    return pd.DataFrame([handshake(t) for t in trials]).set_index("variant")
+    return pd.DataFrame([handshake(t, rmem_max=rmem_max) for t in trials]).set_index("variant")
