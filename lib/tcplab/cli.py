@@ -9,6 +9,7 @@ Each subcommand is a thin shell over a library function; exit codes:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -36,7 +37,7 @@ def parse_sets(pairs: Sequence[str]) -> dict[str, str]:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .lab import doctor
-    from .lab.kernels import choose_kernel
+    from .lab.kernels import call_in, choose_kernel
 
     where = doctor.lab_kernels()
     result: dict[str, Any] = {"lab_kernels": where}
@@ -53,7 +54,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         else:
             print(f"PROBLEM: no live lab for this user: {choice.why}; the course replays recorded runs")
         return EXIT_CANNOT
-    in_lab = doctor.in_kernel(choice.kernel)
+    in_lab = functools.partial(call_in, choice.kernel)
     if not args.json:
         print(f"the lab runs on   {choice.kernel} ({choice.why})")
     if choice.kernel == "uml" and not args.json:

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..experiment import Experiment, run_params
 from ..lab import Path, PathSpec
-from ..lab.kernels import choose_kernel
+from ..lab.kernels import call_in, choose_kernel
 from ..lab.state import exclusive_measurement
 from ..observe import ObserveSpec
 from ..runs import Run, find_run, key_of, runs_root
@@ -130,11 +130,7 @@ class CaseLab:
     def in_lab(self, action: Callable[[], Any]) -> Any:
         """``action()`` in the lab's kernel: here, or inside the UML kernel (where a path's
         stand-in in ``action``'s closure is the live path itself)."""
-        if self.kernel == "uml":
-            from ..lab import uml
-
-            return uml.shared_kernel().call(action)
-        return action()
+        return call_in(self.kernel, action)
 
     def live(self, action: Callable[[], Any]) -> Any:
         """Do ``action`` in the lab's kernel, only when the lab is live (a flush between

@@ -83,15 +83,6 @@ def lab_kernels() -> dict[str, Any]:
                     "binary": str(install.binary) if install else None}}
 
 
-def in_kernel(kernel: str):
-    """A caller of functions in the lab kernel ``kernel`` (the UML one is booted on first use)."""
-    if kernel != "uml":
-        return lambda fn, *args, **kwargs: fn(*args, **kwargs)
-    from . import uml
-
-    return lambda fn, *args, **kwargs: uml.shared_kernel().call(fn, *args, **kwargs)
-
-
 @dataclass
 class FidelityCheck:
     backend: str

@@ -89,3 +89,13 @@ def choose_kernel(requested: str | None) -> KernelChoice:
     if uml_ok:
         return KernelChoice("uml", f"the host kernel cannot run the lab ({host_why}); the UML kernel can")
     return KernelChoice(None, f"the host kernel cannot run the lab ({host_why}) and no UML kernel ({uml_why})")
+
+
+def call_in(kernel: str | None, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` in the lab kernel ``kernel``: here, or in the process's UML
+    kernel (booted on first use)."""
+    if kernel != "uml":
+        return fn(*args, **kwargs)
+    from . import uml
+
+    return uml.shared_kernel().call(fn, *args, **kwargs)

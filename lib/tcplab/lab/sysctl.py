@@ -172,6 +172,10 @@ class HostGuard:
         restore_host()
         original = {key: read(key) for key in self.settings}
         _write_atomic(GUARD_RECORD, {"pid": os.getpid(), "time": time.time(), "original": original})
+        return self._apply()
+
+    def _apply(self) -> "HostGuard":
+        """Hold the guard and write the settings; a failed write exits it (restoring) at once."""
         self._owner = os.getpid()
         _held.append(self)
         try:
@@ -188,15 +192,7 @@ class HostGuard:
         self._added = [key for key in self.settings if key not in record["original"]]
         record["original"].update({key: self._found[key] for key in self._added})
         _write_atomic(GUARD_RECORD, record)
-        self._owner = os.getpid()
-        _held.append(self)
-        try:
-            for key, value in self.settings.items():
-                write(key, value)
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
+        return self._apply()
 
     def __exit__(self, *exc: object) -> None:
         if self not in _held:
