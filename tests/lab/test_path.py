@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from tcplab.units import ParameterError
+
 from tcplab.lab import Path, fidelity, netns, sysctl
 from tcplab.lab.cleanup import cleanup
 from tcplab.lab.link import netem_available
@@ -207,7 +209,12 @@ def test_cleanup_leaves_live_runs_alone(root):
 
 def test_not_root_is_refused_before_anything(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    # Without root and without a UML kernel, nothing can build the path.
+    monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
     before = set(netns.listed())
     with pytest.raises(PermissionError, match="root"):
         Path(rtt="20ms").start()
+    with pytest.raises(ParameterError, match="not root") as info:  # the host kernel asked for by name
+        Path(rtt="20ms", kernel="host").start()
+    assert info.value.name == "kernel"
     assert set(netns.listed()) == before
