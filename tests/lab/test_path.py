@@ -95,8 +95,7 @@ def test_loss_drops_the_configured_share(root):
     with Path(rtt="2ms", loss="10%") as path:
         path.client.run(["ping", "-c", "400", "-i", "0.002", "-q", path.server.address], check=False)
     stats = path.link_stats
-    if path.backend != "delayline":
-        pytest.skip("drop counters come from the delay line")
+    assert len(stats) == 2, stats  # one counter set per direction, from either backend
     for queue in stats.values():
         share = queue["dropped"] / queue["received"]
         assert 0.05 <= share <= 0.15, queue

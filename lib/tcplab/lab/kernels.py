@@ -69,9 +69,13 @@ def choose_kernel(requested: str | None) -> KernelChoice:
         raise ParameterError("kernel", requested, "one of " + ", ".join(KERNELS))
     from . import uml_agent
 
-    if uml_agent.inside():
-        return KernelChoice("host", "inside the UML kernel")
     host_ok, host_why = host_can_run()
+    if uml_agent.inside():  # this kernel is the lab's; there is no other to fall back on
+        if host_ok:
+            return KernelChoice("host", "inside the UML kernel")
+        if requested == "auto":
+            return KernelChoice(None, f"the UML kernel cannot run the lab ({host_why})")
+        raise ParameterError("kernel", requested, "auto", f"the UML kernel cannot run the lab: {host_why}")
     if requested == "host":
         if not host_ok:
             raise ParameterError("kernel", requested, "uml or auto", f"the host kernel cannot run the lab: {host_why}")

@@ -156,6 +156,21 @@ def send(router_ns: str, requests: list[TcRequest]) -> None:
             ipr.tc(req.command, req.kind, index, **req.args)
 
 
+@netns.outside_event_loop
+def netem_counters(router_ns: str, ifname: str) -> dict[str, int]:
+    """The netem qdisc's own counters on ``ifname``, named like the delay line's:
+    ``received`` packets, of which ``dropped`` by the loss model (netem counts a loss as a
+    drop and a forwarded packet as sent)."""
+    with netns.iproute(router_ns) as ipr:
+        index = ipr.link_lookup(ifname=ifname)[0]
+        for msg in ipr.get_qdiscs(index=index):
+            if msg.get_attr("TCA_KIND") == "netem":
+                counters = msg.get_attr("TCA_STATS")
+                return {"received": counters["packets"] + counters["drop"],
+                        "dropped": counters["drop"], "sent": counters["packets"]}
+    return {}
+
+
 # --- backend choice ----------------------------------------------------------------------
 
 _NETEM_AVAILABLE: bool | None = None
@@ -265,6 +280,7 @@ class LinkEmulator:
         self.mtu = mtu
         self.seed = seed
         self.delay_lines: list[DelayLine] = []
+        self._netem_ifnames: list[str] = []
         # Logs and counters of the delay processes; `tcplab cleanup` removes leftovers.
         self._workdir = state.WORK_DIR / router_ns
         self._workdir.mkdir(parents=True, exist_ok=True)
@@ -276,7 +292,10 @@ class LinkEmulator:
         return [tbf_request(out_ifname, shape, self.mtu, parent=None)] if shape.rate else []
 
     def apply(self, in_ifname: str, out_ifname: str, shape: LinkShape, queue_num: int) -> None:
-        send(self.router_ns, self.plan(out_ifname, shape))
+        requests = self.plan(out_ifname, shape)
+        send(self.router_ns, requests)
+        if any(r.kind == "netem" for r in requests):
+            self._netem_ifnames.append(out_ifname)
         if self.backend == "delayline" and (shape.delay or shape.loss or shape.jitter):
             line = DelayLine(self.router_ns, in_ifname, queue_num, shape,
                              seed=self.seed + queue_num, workdir=self._workdir)
@@ -288,6 +307,9 @@ class LinkEmulator:
         for line in self.delay_lines:
             stats[f"queue{line.queue_num}"] = line.stop()
         self.delay_lines.clear()
+        for ifname in self._netem_ifnames:
+            stats[ifname] = netem_counters(self.router_ns, ifname)
+        self._netem_ifnames.clear()
         shutil.rmtree(self._workdir, ignore_errors=True)
         return stats
 
