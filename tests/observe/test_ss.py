@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from tcplab.lab import Path
-from tcplab.observe.ss import COLUMNS, SsSampler, parse_ss, ss_command
+from tcplab.observe import sockdiag
+from tcplab.observe.ss import COLUMNS, SsSampler, diag_row, parse_ss, ss_command
 
 # ss -tinmH from iproute2 6.1 on kernel 6.18, edited so that every parsed field appears.
 SAMPLE = """\
@@ -72,6 +73,35 @@ def _connect(address, port):
     return sock
 
 
+#: Columns ss prints rounded: rates as "%.1fMbps" (up to 5 % off), times with %g.
+_ROUNDED = {"pacing_rate": 0.05, "delivery_rate": 0.05, "send_rate": 0.05}
+
+
+def _assert_like_ss(ss_text, before, after):
+    """Each column of ss's row lies between the inet_diag rows read just before and just
+    after ss ran (a live socket moves in between), and is missing where both are; except
+    rcv_wnd (Linux 6.2) where the ss program is older than the kernel and never prints it."""
+    ss_rows = parse_ss(ss_text)
+    assert len(ss_rows) == len(before) == len(after)
+    key = lambda row: (row["sport"], row["dport"])
+    for ss_row, one, two in zip(sorted(ss_rows, key=key), sorted(map(diag_row, before), key=key),
+                                sorted(map(diag_row, after), key=key)):
+        for column in COLUMNS:
+            if column in ("time", "time_end", "side"):
+                continue
+            got, low, high = ss_row[column], one[column], two[column]
+            if isinstance(got, (str, bool)) or got is None:
+                assert got in (low, high), (column, got, low, high)
+                continue
+            known = [v for v in (low, high) if not math.isnan(v)]
+            if math.isnan(got):
+                assert len(known) < 2 or (column == "rcv_wnd" and "rcv_wnd:" not in ss_text), (column, low, high)
+                continue
+            assert known, (column, got)
+            slack = _ROUNDED.get(column, 1e-3)
+            assert min(known) * (1 - slack) - 1e-6 <= got <= max(known) * (1 + slack) + 1e-6, (column, got, low, high)
+
+
 @pytest.mark.kernel
 def test_real_ss_output_of_a_blocked_receiver(root):
     """A receiver that reads nothing: ss shows its queue holding the data, the sender stuck."""
@@ -88,10 +118,19 @@ def test_real_ss_output_of_a_blocked_receiver(root):
         except BlockingIOError:
             pass
         cc = path.client.sysctl("net.ipv4.tcp_congestion_control")
-        texts = {h.name: h.run(ss_command(port)).stdout for h in (path.client, path.server)}
+        texts, dumps = {}, {}
+        for host in (path.client, path.server):
+            before = host.call(sockdiag.tcp_sockets, port)
+            texts[host.name] = host.run(ss_command(port)).stdout
+            dumps[host.name] = (before, host.call(sockdiag.tcp_sockets, port))
         for sock in (cli, conn, srv):
             sock.close()
+    for name, (before, after) in dumps.items():
+        _assert_like_ss(texts[name], before, after)
     (client,) = parse_ss(texts["client"])
+    # The 4 KB SO_RCVBUF set before connect() announces a smaller scale than the server's
+    # (this also lets the comparison above tell tcp_info's two wscale nibbles apart).
+    assert client["wscale_rcv"] < client["wscale_snd"]
     (server,) = parse_ss(texts["server"])
     assert client["state"] == server["state"] == "ESTAB"
     assert (client["dport"], server["sport"]) == (port, port)

@@ -1,11 +1,13 @@
-"""Socket telemetry from ``ss -tinm``: a sampler for the lab's namespaces and a parser.
+"""Socket telemetry as ``ss -tinm`` shows it: a sampler for the lab's namespaces and a parser.
 
-Why ``ss`` and not inet_diag through pyroute2: ``ss`` is what the course shows students
-(they can run the same command by hand in ``ip netns exec``), its text is the reference
-the parser is tested against, and one ``ss`` run costs about 2 ms of CPU, which the
-capture benchmark (bench/bench_capture.py) shows does not move a 100 Mbit/s transfer.
-Each sampler thread enters the namespace once (setns) and forks ``ss`` from there, so a
-sample does not pay for ``ip netns exec``.
+The table has one row per socket and sample with the fields ``ss -tinm`` prints. The
+sampler reads them from the kernel the way ``ss`` does (an inet_diag dump, see
+:mod:`tcplab.observe.sockdiag`) instead of starting ``ss`` for every sample: in the UML
+kernel a program start costs 0.1–0.5 s, which both starved the transfer and left
+seconds between samples. ``ss`` stays what the course shows students (they can run it by
+hand in ``ip netns exec``) and the reference: :func:`parse_ss` reads its text, and a
+test holds :func:`diag_row` equal to it on live sockets. Each sampler thread enters the
+namespace once (setns) and keeps one netlink socket open there.
 
 Units of the parsed table: seconds, bytes, bit/s; ``cwnd`` and ``ssthresh`` in segments
 as the kernel keeps them; ``wscale_snd``/``wscale_rcv`` as shifts. ``send_rate`` is what ss
@@ -16,7 +18,6 @@ out ``snd_wnd`` when it is zero (a zero window), and ``unacked``/``lost`` when z
 from __future__ import annotations
 
 import re
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -26,11 +27,12 @@ import numpy as np
 import pandas as pd
 
 from ..lab import netns
+from . import sockdiag
 
-__all__ = ["COLUMNS", "SsSampler", "parse_ss", "socket_rows", "ss_command"]
+__all__ = ["COLUMNS", "SsSampler", "diag_row", "parse_ss", "socket_rows", "ss_command"]
 
 COLUMNS = [
-    # ss reads the socket somewhere between ``time`` (when it was started) and ``time_end`` (when
+    # the kernel reads the socket somewhere between ``time`` (when it was asked) and ``time_end`` (when
     # it returned); under load the gap reaches several ms, enough to cross an application event.
     "time", "time_end", "side", "src", "sport", "dst", "dport", "state", "recv_q", "send_q", "cc", "cwnd",
     "ssthresh", "rtt", "rttvar", "rto", "mss", "snd_wnd", "rcv_space", "rcv_ssthresh", "rcv_wnd",
@@ -146,6 +148,57 @@ def parse_ss(text: str) -> list[dict[str, Any]]:
     return [row for row in map(parse_record, _records(text)) if row is not None]
 
 
+def diag_row(sock: Mapping[str, Any]) -> dict[str, Any]:
+    """The row ``parse_ss`` makes of ``ss -tinm``'s line for a socket, from the socket's
+    inet_diag record (:mod:`tcplab.observe.sockdiag`): same units, and NaN where ss prints
+    nothing (ss leaves out a zero counter, an infinite ssthresh, the default 3 s rto)."""
+    row: dict[str, Any] = dict.fromkeys(COLUMNS, np.nan)
+    row.update(side=None, cc=sock["cc"], app_limited=False, state=sock["state"],
+               recv_q=float(sock["recv_q"]), send_q=float(sock["send_q"]),
+               src=sock["src"], sport=float(sock["sport"]), dst=sock["dst"], dport=float(sock["dport"]))
+    for letter, value in sock.get("skmem", {}).items():
+        if letter in _SKMEM:
+            row[_SKMEM[letter]] = float(value)
+    info = sock["info"]
+    if not info:
+        return row
+
+    def shown(column: str, value: float, scale: float = 1.0) -> None:
+        if value:
+            row[column] = value * scale
+
+    if info["options"] & sockdiag.TCPI_OPT_WSCALE:
+        row["wscale_snd"], row["wscale_rcv"] = float(info["snd_wscale"]), float(info["rcv_wscale"])
+    if info["rto"] != 3_000_000:
+        shown("rto", info["rto"], 1e-6)
+    if info["rtt"]:
+        row["rtt"], row["rttvar"] = info["rtt"] / 1e6, info["rttvar"] / 1e6
+        if info["snd_mss"] and info["snd_cwnd"]:
+            row["send_rate"] = info["snd_cwnd"] * info["snd_mss"] * 8e6 / info["rtt"]
+    for column, field_name in (("backoff", "backoff"), ("mss", "snd_mss"), ("pmtu", "pmtu"),
+                               ("rcvmss", "rcv_mss"), ("advmss", "advmss"), ("cwnd", "snd_cwnd"),
+                               ("bytes_acked", "bytes_acked"), ("bytes_received", "bytes_received"),
+                               ("unacked", "unacked"), ("lost", "lost"), ("notsent", "notsent_bytes"),
+                               ("rcv_space", "rcv_space"), ("rcv_ssthresh", "rcv_ssthresh"),
+                               ("snd_wnd", "snd_wnd"), ("rcv_wnd", "rcv_wnd")):
+        shown(column, info.get(field_name, 0))
+    if info["snd_ssthresh"] < 0xFFFF:
+        shown("ssthresh", info["snd_ssthresh"])
+    shown("ato", info["ato"], 1e-6)
+    shown("minrtt", info.get("min_rtt", 0), 1e-6)
+    if info.get("pacing_rate", 0) != 2**64 - 1:
+        shown("pacing_rate", info.get("pacing_rate", 0), 8.0)
+    shown("delivery_rate", info.get("delivery_rate", 0), 8.0)
+    row["app_limited"] = bool(info["app_limited"])
+    if info["retrans"] or info["total_retrans"]:
+        row["retrans"] = float(info["total_retrans"])
+    if info.get("busy_time"):  # ss prints whole milliseconds, and the limits only beside busy
+        row["busy_s"] = info["busy_time"] // 1000 / 1e3
+        shown("rwnd_limited_s", info["rwnd_limited"] // 1000, 1e-3)
+        shown("sndbuf_limited_s", info["sndbuf_limited"] // 1000, 1e-3)
+    return row
+
+
 def socket_rows(telemetry: pd.DataFrame, side: str, states: tuple[str, ...] = ("ESTAB",)) -> pd.DataFrame:
     """The samples of ``side``'s ("client" or "server") connected socket, in time order
     (``states`` adds e.g. CLOSE-WAIT, for a socket whose peer already closed)."""
@@ -174,7 +227,7 @@ def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 class _Side:
     name: str
     ns: str
-    samples: list[tuple[float, float, str]] = field(default_factory=list)
+    samples: list[tuple[float, float, list[dict[str, Any]]]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -212,19 +265,21 @@ class SsSampler:
             side.errors.append(repr(exc))
 
     def _loop(self, side: _Side) -> None:
-        argv = ss_command(self.port)
         next_at = time.monotonic()
-        while not self._stop.is_set():
-            stamp = time.time()
-            out = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-            if out.returncode == 0:
-                side.samples.append((stamp, time.time(), out.stdout))
-            elif len(side.errors) < 10:
-                side.errors.append(out.stderr.strip())
-            next_at += self.interval
-            # Fixed-rate schedule; when ss ran late, skip ahead rather than burst.
-            next_at = max(next_at, time.monotonic())
-            self._stop.wait(next_at - time.monotonic())
+        with sockdiag.DiagSocket() as diag:  # opened here: in the side's namespace
+            while not self._stop.is_set():
+                stamp = time.time()
+                try:
+                    sockets = diag.tcp_sockets(self.port)
+                except OSError as exc:
+                    if len(side.errors) < 10:
+                        side.errors.append(repr(exc))
+                else:
+                    side.samples.append((stamp, time.time(), [diag_row(s) for s in sockets]))
+                next_at += self.interval
+                # Fixed-rate schedule; when a dump ran late, skip ahead rather than burst.
+                next_at = max(next_at, time.monotonic())
+                self._stop.wait(next_at - time.monotonic())
 
     def stop(self) -> None:
         self._stop.set()
@@ -243,8 +298,7 @@ class SsSampler:
     def frame(self) -> pd.DataFrame:
         rows = []
         for side in self.sides:
-            for stamp, end, text in side.samples:
-                for row in parse_ss(text):
-                    row.update(time=stamp, time_end=end, side=side.name)
-                    rows.append(row)
+            for stamp, end, sampled in side.samples:
+                for row in sampled:
+                    rows.append({**row, "time": stamp, "time_end": end, "side": side.name})
         return frame(rows).sort_values(["time", "side"], kind="stable").reset_index(drop=True)
