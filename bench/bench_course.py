@@ -1,6 +1,6 @@
 """Wall time of `make report` on this machine: every case live, per case and in all.
 
-    .venv/bin/python bench/bench_course.py [--profiles quick,full] [--cases all]
+    .venv/bin/python bench/bench_course.py [--profiles quick,full] [--cases all] [--kernel uml]
 
 Runs ``tcplab report`` as `make report` does (HTML and PDF), with fresh runs (an empty
 data directory, so nothing is reused), once per profile, and keeps per case the notebook's
@@ -24,16 +24,16 @@ from common import save, table
 QUICK_CASE_GOAL_S, QUICK_TOTAL_GOAL_S = 90, 600
 
 
-def run_course(profile: str, cases: str) -> tuple[list[dict], float]:
+def run_course(profile: str, cases: str, kernel: str) -> tuple[list[dict], float]:
     with tempfile.TemporaryDirectory(prefix="tcplab-bench-course-") as tmp:
         reports, data = Path(tmp) / "reports", Path(tmp) / "data"
         env = {**os.environ, "TCPLAB_DATA": str(data)}
         start = time.monotonic()
         subprocess.run([sys.executable, "-m", "tcplab.cli", "report", "--cases", cases, "--profile", profile,
-                        "--mode", "live", "--reports-dir", str(reports)], env=env, check=False)
+                        "--mode", "live", "--kernel", kernel, "--reports-dir", str(reports)], env=env, check=False)
         wall = time.monotonic() - start
         summary = json.loads((reports / "summary.json").read_text())
-    rows = [{"profile": profile, "case": c["case_id"], "status": c["status"],
+    rows = [{"profile": profile, "kernel": summary["kernel"], "case": c["case_id"], "status": c["status"],
              "checks": f"{sum(x['passed'] for x in c['checks'])}/{len(c['checks'])}",
              "execution_s": c["execution_s"]} for c in summary["cases"]]
     return rows, wall
@@ -43,12 +43,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", default="quick", help="quick, full or quick,full (default: quick)")
     parser.add_argument("--cases", default="all")
+    parser.add_argument("--kernel", default="auto", choices=("host", "uml", "auto"),
+                        help="lab kernel; uml keeps its results apart, in course-uml.json")
     args = parser.parse_args()
     rows, walls = [], {}
     for profile in args.profiles.split(","):
-        profile_rows, walls[profile] = run_course(profile, args.cases)
+        profile_rows, walls[profile] = run_course(profile, args.cases, args.kernel)
         rows += profile_rows
-    print(table(rows, [("profile", "profile", "s"), ("case", "case", "s"), ("status", "status", "s"),
+    print(table(rows, [("profile", "profile", "s"), ("kernel", "kernel", "s"), ("case", "case", "s"), ("status", "status", "s"),
                        ("checks", "checks", "s"), ("execution_s", "execution s", ".1f")]))
     for profile, wall in walls.items():
         print(f"{profile}: make report wall time {wall:.0f} s (HTML + PDF, fresh runs)")
@@ -56,7 +58,7 @@ def main() -> int:
     goals = {"quick_case_goal_s": QUICK_CASE_GOAL_S, "quick_total_goal_s": QUICK_TOTAL_GOAL_S,
              "quick_slowest_case_s": max((r["execution_s"] or 0 for r in quick), default=None),
              "wall_s": walls}
-    print(f"saved {save('course', rows, **goals)}")
+    print(f"saved {save('course-uml' if args.kernel == 'uml' else 'course', rows, **goals)}")
     return 0 if all(r["status"] == "passed" for r in rows) else 1
 
 

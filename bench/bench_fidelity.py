@@ -1,10 +1,11 @@
 """Fidelity of the emulated path (make bench).
 
-For round-trip delays {1, 10, 20, 50, 100} ms × rates {10, 100} Mbit/s and each backend the
-kernel allows: the TCP-measured RTT error (goal ≤ max(2 %, 0.2 ms)) and bulk goodput with
-autotuned buffers as a share of the configured rate (goal ≥ 95 % of what TCP can carry:
-1448/1514 of the line rate). For the delay line, its CPU per 10 k packets/s and the packet
-rate at which it stops keeping up.
+For round-trip delays {1, 10, 20, 50, 100} ms × rates {10, 100} Mbit/s, in each lab kernel
+this machine has (the host's, and the UML kernel's) and each backend that kernel allows
+(the delay line where there is no sch_netem, netem in UML): the TCP-measured RTT error
+(goal ≤ max(2 %, 0.2 ms)) and bulk goodput with autotuned buffers as a share of the
+configured rate (goal ≥ 95 % of what TCP can carry: 1448/1514 of the line rate). For the
+delay line, its CPU per 10 k packets/s and the packet rate at which it stops keeping up.
 """
 
 from __future__ import annotations
@@ -14,39 +15,53 @@ import sys
 
 from common import run_alone, save, table
 
-from tcplab.lab import Path, fidelity
+from tcplab.lab import Path, fidelity, kernels
 from tcplab.lab.link import netem_available
 
 TCP_SHARE = 1448 / 1514  # the most TCP payload a 1514-byte frame can carry
 
 
-def fidelity_rows(backends: list[str], rtts: list[int], rates: list[int], seconds: float) -> list[dict]:
+def backends_here() -> list[str]:
+    """The backends the kernel this runs in can use."""
+    return ["delayline"] + (["netem"] if netem_available() else [])
+
+
+def measure_cell(backend: str, rtt: int, rate: int, seconds: float) -> dict:
+    """One grid cell, measured in the kernel this function runs in."""
+    with Path(rtt=f"{rtt}ms", rate=f"{rate}mbit", backend=backend) as path:
+        rtt_result = fidelity.tcp_rtt(path, count=max(10, min(40, int(2000 / rtt))))
+        # Long RTTs need more time to leave slow start before counting.
+        put = fidelity.goodput(path, seconds=seconds, skip=max(1.0, rtt * 0.03))
+    err = rtt_result.median - rtt / 1e3
+    goal = max(0.02 * rtt / 1e3, 0.0002)
+    share = put.bits_per_second / (rate * 1e6)
+    stats = path.link_stats
+    packets = sum(q.get("received", 0) for q in stats.values())
+    cpu = sum(q.get("cpu_s", 0.0) for q in stats.values())
+    wall = max([q.get("wall_s", 0.0) for q in stats.values()] or [0.0])
+    return {
+        "kernel": kernels.lab_kernel()["kind"], "release": kernels.lab_kernel()["release"],
+        "backend": path.backend, "rtt_ms": rtt, "rate_mbit": rate,
+        "rtt_median_ms": rtt_result.median * 1e3, "rtt_min_ms": rtt_result.minimum * 1e3,
+        "kernel_min_rtt_ms": rtt_result.kernel_min_rtt * 1e3,
+        "rtt_error_ms": err * 1e3, "rtt_goal_ms": goal * 1e3, "rtt_ok": abs(err) <= goal,
+        "goodput_mbit": put.bits_per_second / 1e6, "share_of_rate": share,
+        "share_of_tcp_max": share / TCP_SHARE, "rate_ok": share / TCP_SHARE >= 0.95,
+        "cc": put.cc,
+        "delayline_cpu_per_10k_pps": (cpu / (packets / wall) * 1e4 / wall) if packets and wall else None,
+    }
+
+
+def fidelity_rows(lab_kernels: list[str], rtts: list[int], rates: list[int], seconds: float) -> list[dict]:
     rows = []
-    for backend in backends:
-        for rate in rates:
-            for rtt in rtts:
-                with Path(rtt=f"{rtt}ms", rate=f"{rate}mbit", backend=backend) as path:
-                    rtt_result = fidelity.tcp_rtt(path, count=max(10, min(40, int(2000 / rtt))))
-                    # Long RTTs need more time to leave slow start before counting.
-                    put = fidelity.goodput(path, seconds=seconds, skip=max(1.0, rtt * 0.03))
-                err = rtt_result.median - rtt / 1e3
-                goal = max(0.02 * rtt / 1e3, 0.0002)
-                share = put.bits_per_second / (rate * 1e6)
-                stats = path.link_stats
-                packets = sum(q.get("received", 0) for q in stats.values())
-                cpu = sum(q.get("cpu_s", 0.0) for q in stats.values())
-                wall = max([q.get("wall_s", 0.0) for q in stats.values()] or [0.0])
-                rows.append({
-                    "backend": path.backend, "rtt_ms": rtt, "rate_mbit": rate,
-                    "rtt_median_ms": rtt_result.median * 1e3, "rtt_min_ms": rtt_result.minimum * 1e3,
-                    "rtt_error_ms": err * 1e3, "rtt_goal_ms": goal * 1e3, "rtt_ok": abs(err) <= goal,
-                    "goodput_mbit": put.bits_per_second / 1e6, "share_of_rate": share,
-                    "share_of_tcp_max": share / TCP_SHARE, "rate_ok": share / TCP_SHARE >= 0.95,
-                    "cc": put.cc,
-                    "delayline_cpu_per_10k_pps": (cpu / (packets / wall) * 1e4 / wall) if packets and wall else None,
-                })
-                print(f"  {path.backend} {rtt} ms {rate} Mbit/s: RTT {rtt_result.median * 1e3:.2f} ms, "
-                      f"goodput {put.bits_per_second / 1e6:.1f} Mbit/s", file=sys.stderr)
+    for kernel in lab_kernels:
+        for backend in kernels.call_in(kernel, backends_here):
+            for rate in rates:
+                for rtt in rtts:
+                    row = kernels.call_in(kernel, measure_cell, backend, rtt, rate, seconds)
+                    rows.append(row)
+                    print(f"  {kernel} {row['backend']} {rtt} ms {rate} Mbit/s: RTT {row['rtt_median_ms']:.2f} ms, "
+                          f"goodput {row['goodput_mbit']:.1f} Mbit/s", file=sys.stderr)
     return rows
 
 
@@ -74,12 +89,14 @@ def main() -> int:
     parser.add_argument("--rates", default="10,100")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--capacity", default="200mbit,400mbit,800mbit,none")
+    parser.add_argument("--kernels", default="host,uml",
+                        help="lab kernels to measure in (uml is left out where it cannot run)")
     args = parser.parse_args()
-    backends = ["delayline"] + (["netem"] if netem_available() else [])
-    rows = fidelity_rows(backends, [int(x) for x in args.rtts.split(",")],
+    lab_kernels = [k for k in args.kernels.split(",") if k != "uml" or kernels.uml_can_run()[0]]
+    rows = fidelity_rows(lab_kernels, [int(x) for x in args.rtts.split(",")],
                          [int(x) for x in args.rates.split(",")], args.seconds)
     print("\nPath fidelity (goal: RTT error ≤ max(2 %, 0.2 ms); goodput ≥ 95 % of the TCP maximum)")
-    print(table(rows, [("backend", "backend", ""), ("rtt_ms", "RTT ms", "d"), ("rate_mbit", "Mbit/s", "d"),
+    print(table(rows, [("kernel", "kernel", ""), ("backend", "backend", ""), ("rtt_ms", "RTT ms", "d"), ("rate_mbit", "Mbit/s", "d"),
                        ("rtt_median_ms", "measured ms", ".2f"), ("rtt_error_ms", "error ms", "+.2f"),
                        ("rtt_ok", "ok", ""), ("goodput_mbit", "goodput", ".1f"),
                        ("share_of_tcp_max", "of TCP max", ".1%"), ("rate_ok", "ok", ""),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 #: Order: the path first (everything rests on it), then capture, the pcap engine, reports.
-ORDER = ["bench_fidelity.py", "bench_capture.py", "bench_pcap.py", "bench_report.py", "bench_course.py"]
+ORDER = ["bench_fidelity.py", "bench_uml.py", "bench_capture.py", "bench_pcap.py", "bench_report.py", "bench_course.py"]
 
 
 def main() -> int:

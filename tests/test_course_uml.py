@@ -12,7 +12,8 @@ import pytest
 from test_course import read_summary, tcplab_report
 from tcplab.lab import uml
 
-UML_CASES = ("00-path-check",)
+UML_CASES = ("00-path-check", "01-send-buffer", "02-receive-buffer", "03-bdp-sweep", "04-nagle-delayed-ack",
+             "05-zero-window", "07-window-scaling")
 REPORT_TIMEOUT_S = 40 * 60
 
 

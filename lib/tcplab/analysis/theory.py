@@ -24,7 +24,8 @@ __all__ = [
     "TCP_DELACK_MIN", "TCP_DELACK_MAX", "TCP_ATO_MIN", "TCP_RMEM_TO_WIN_SCALE", "TCP_DEFAULT_SCALING_RATIO",
     "SOCK_MIN_SNDBUF", "SOCK_MIN_RCVBUF", "INT_MAX",
     "bdp", "window_limited_throughput", "effective_sndbuf", "effective_rcvbuf", "window_from_space",
-    "window_from_space_scaling_ratio", "rwnd_limited_throughput", "initial_window", "mss_for_mtu",
+    "window_from_space_scaling_ratio", "window_from_space_on", "uses_scaling_ratio", "kernel_version",
+    "SCALING_RATIO_SINCE", "rwnd_limited_throughput", "initial_window", "mss_for_mtu",
     "max_goodput", "transfer_time", "mathis_throughput", "NagleVerdict", "nagle_stall",
 ]
 
@@ -180,6 +181,35 @@ def window_from_space_scaling_ratio(space: int, scaling_ratio: int = TCP_DEFAULT
     space = _whole("space", space, 0, INT_MAX, "bytes")
     scaling_ratio = _whole("scaling_ratio", scaling_ratio, 1, 1 << TCP_RMEM_TO_WIN_SCALE, "skb len/truesize in 1/256")
     return (space * scaling_ratio) >> TCP_RMEM_TO_WIN_SCALE
+
+
+#: The first kernel whose receive window follows the per-socket ``scaling_ratio``
+#: (commit dfa2f0483360) instead of ``net.ipv4.tcp_adv_win_scale``.
+SCALING_RATIO_SINCE = (6, 6)
+
+
+def kernel_version(release: str) -> tuple[int, int]:
+    """(major, minor) of a kernel release string such as "6.1.176" or "6.18.44-fc-v669"."""
+    parts = str(release).split(".")
+    try:
+        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) if len(parts) > 1 else "0")
+    except (ValueError, IndexError):
+        raise ValueError(f"release: {release!r} is not a kernel release such as 6.1.176") from None
+
+
+def uses_scaling_ratio(release: str) -> bool:
+    """Whether kernel ``release`` sizes the receive window by ``scaling_ratio`` (6.6 and later)
+    rather than by ``tcp_adv_win_scale`` (before 6.6)."""
+    return kernel_version(release) >= SCALING_RATIO_SINCE
+
+
+def window_from_space_on(release: str, space: int, *, adv_win_scale: int = 1,
+                         scaling_ratio: int = TCP_DEFAULT_SCALING_RATIO) -> int:
+    """Receive window for ``space`` bytes of buffer under kernel ``release``'s own rule:
+    :func:`window_from_space_scaling_ratio` from 6.6 on, :func:`window_from_space` before."""
+    if uses_scaling_ratio(release):
+        return window_from_space_scaling_ratio(space, scaling_ratio)
+    return window_from_space(space, adv_win_scale)
 
 
 def rwnd_limited_throughput(rcvbuf_effective: int, rtt_s: float, rate_bps: float | None = None, *,

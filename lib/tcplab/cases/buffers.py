@@ -15,11 +15,12 @@ import os
 import re
 import secrets
 import tempfile
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
+from ..analysis import theory
 from ..lab import PathSpec, sysctl
 from ..observe import trace
 from ..traffic import host_limits
@@ -138,6 +139,37 @@ def rcvbuf_row(trial: Any) -> dict[str, Any]:
     }
 
 
+def kernel_windows(pairs: Mapping[str, tuple[Any, Any]], rb: int, mss: int) -> pd.DataFrame:
+    """Case 02's two kernels side by side: for each lab kernel, its runs with
+    ``tcp_adv_win_scale`` 1 and 2 (``pairs``: kernel → (run with 1, run with 2)), the window its
+    own rule predicts and the median window it advertised.
+
+    The prediction is the kernel's rule (6.6+: ``scaling_ratio``, the learned one where a
+    tracepoint reported it; before: ``tcp_adv_win_scale``) applied to ``rb`` less one queued
+    segment's true size, in whole segments of ``mss``: the window may grow only up to
+    ``rcv_ssthresh``, which ``tcp_grow_window`` raises only to the space free at that moment,
+    and a segment waiting to be read holds its true size (``mss × 256 / ratio`` where the ratio
+    was learned, else the kernel's minimum, TCP_SKB_MIN_TRUESIZE = 2048 + 256 on x86_64)."""
+    rows = []
+    for trials in pairs.values():
+        for scale, trial in zip((1, 2), trials):
+            release = trial.kernel
+            row = rcvbuf_row(trial)
+            modern = theory.uses_scaling_ratio(release)
+            learned = row["scaling_ratio"]
+            ratio = learned or theory.TCP_DEFAULT_SCALING_RATIO
+            queued = mss * 256 // learned if learned else theory.SOCK_MIN_RCVBUF
+            predicted = theory.window_from_space_on(release, rb - queued, adv_win_scale=scale, scaling_ratio=ratio)
+            rows.append({
+                "kernel": trial.kernel_name, "tcp_adv_win_scale": scale, "scaling_ratio kernel": modern,
+                "rule": (f"scaling_ratio {ratio}/256" + ("" if learned else " (start)")) if modern
+                        else f"tcp_adv_win_scale {scale}",
+                "predicted window B": predicted // mss * mss, "window median B": row["window median"],
+                "upload s": trial.duration_s,
+            })
+    return pd.DataFrame(rows)
+
+
 def goodput_frame(trials: Any) -> pd.DataFrame:
     """One row per trial with its variant (the label without a ``#n`` repetition suffix),
     goodput in MB/s and duration, for a bar plot with confidence bands over repetitions."""
@@ -207,9 +239,12 @@ def sendmsg_trace() -> Iterator[Callable[[], str]]:
         instance.rmdir()
 
 
-def trace_sendmsg(path: Any, workload: Any) -> dict[str, float]:
+def trace_sendmsg(path: Any, workload: Any) -> dict[str, float] | None:
     """Run ``workload`` once on a live ``path`` (not recorded, no capture) while tracing how
-    the sender's ``send()`` calls fill the send buffer; :func:`sendmsg_summary` of it."""
+    the sender's ``send()`` calls fill the send buffer; :func:`sendmsg_summary` of it, or
+    None on a kernel without tracefs (nothing is run then)."""
+    if not trace.ensure_tracefs():
+        return None
     with tempfile.TemporaryDirectory() as logs, sendmsg_trace() as read:
         result = workload.run(path, logs)
         text = read()

@@ -33,7 +33,7 @@ from ..observe import ObserveSpec
 from ..runs import Run, find_run, key_of, runs_root
 from ..units import ParameterError
 from . import replay
-from .trial import Trial
+from .trial import Trial, kernel_label
 
 __all__ = ["CaseLab", "PROFILES", "MODES", "ReplayedPath"]
 
@@ -126,6 +126,26 @@ class CaseLab:
         if self.kernel == "uml" and spec.kernel is None:
             return spec.replaced(kernel="uml")
         return spec
+
+    def kernels_side_by_side(self) -> tuple[list[str], str]:
+        """The lab kernels a side-by-side section compares, the lab's own first, and why the
+        other one is missing where it is: live, the other kernel joins where it can run here
+        too (the host's needs root, UML its kernel); replay shows what was recorded."""
+        name = "kernels side by side"
+        if self.mode == "replay":
+            kept = self._recorded["kept"].get(name)
+            if kept is None:
+                raise replay.ReplayMissing(f"{self.case_id}: the recorded data does not say which kernels ran side by side")
+            return list(kept["kernels"]), kept["why"]
+        from ..lab.kernels import host_can_run, uml_can_run
+
+        own = self.kernel or "host"
+        other = "uml" if own == "host" else "host"
+        can, why = (uml_can_run if other == "uml" else host_can_run)()
+        kernels = [own, other] if can else [own]
+        why = "" if can else f"the {other} kernel cannot run the lab here ({why})"
+        self._index(kept={name: {"kernels": kernels, "why": why}})
+        return kernels, why
 
     def in_lab(self, action: Callable[[], Any]) -> Any:
         """``action()`` in the lab's kernel: here, or inside the UML kernel (where a path's
@@ -274,11 +294,6 @@ class CaseLab:
                     f"(profile {self.profile}).")
         return (f"**Replay**: this page shows runs recorded on Linux {self._recorded.get('kernel', '?')} "
                 f"(profile {self._recorded.get('profile', '?')}); nothing was run on this machine.")
-
-
-def kernel_label(kind: str | None, release: str) -> str:
-    """How pages name a lab kernel: "6.18.44 (host)" or "6.1.176 (UML)"."""
-    return f"{release} ({'UML' if kind == 'uml' else 'host'})"
 
 
 def _kernel_of(run: Run) -> str:

@@ -14,6 +14,11 @@ from ..runs import Run
 __all__ = ["Trial"]
 
 
+def kernel_label(kind: str | None, release: str) -> str:
+    """How pages name a lab kernel: "6.18.44 (host)" or "6.1.176 (UML)"."""
+    return f"{release} ({'UML' if kind == 'uml' else 'host'})"
+
+
 @dataclass
 class Trial:
     """``label`` names the variant in the case ("sndbuf-16KB"); ``run`` is its record, live
@@ -89,6 +94,12 @@ class Trial:
     @property
     def kernel(self) -> str | None:
         return self.run.environment.get("kernel")
+
+    @property
+    def kernel_name(self) -> str:
+        """The lab kernel this run ran on, as pages name it: "6.1.176 (UML)"."""
+        env = self.run.environment
+        return kernel_label(env.get("lab_kernel"), env.get("kernel", "?"))
 
     # --- what the capture and the kernel saw ------------------------------------------------------
     @cached_property
