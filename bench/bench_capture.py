@@ -1,8 +1,9 @@
 """Observation overhead (make bench): does watching a transfer change it?
 
 Goodput of a 100 Mbit/s, 20 ms bulk transfer without any observer, then with tcpdump at
-the sender plus ss sampling at shrinking intervals (and tracepoints on top). Goal: less
-than 3 % goodput difference; the table says the shortest ss interval that keeps to it.
+the sender plus socket sampling (the inet_diag dump ``ss`` makes, ``observe/sockdiag.py``)
+at shrinking intervals (and tracepoints on top). Goal: less than 3 % goodput difference;
+the table says the shortest sampling interval that keeps to it.
 Configurations are interleaved round by round, so a disturbance on the machine hits all
 of them alike, and each is summarised by its median.
 """
