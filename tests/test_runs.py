@@ -112,6 +112,19 @@ def test_data_root_from_environment(tmp_path, monkeypatch):
     assert runs.runs_root() == runs.Path(runs.__file__).resolve().parents[2] / "data" / "runs"
 
 
+def test_runs_go_to_the_users_own_folder_when_the_checkout_is_not_theirs(tmp_path, monkeypatch):
+    monkeypatch.delenv("TCPLAB_DATA", raising=False)
+    checkout = runs.Path(runs.__file__).resolve().parents[2] / "data" / "runs"
+    real_access = os.access
+    # A user who may not write the shared checkout: its data folder reads as read-only.
+    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path).startswith(str(checkout.parent))
+                        else real_access(path, mode))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    assert runs.runs_root() == tmp_path / "share" / "tcplab" / "runs"
+    monkeypatch.setenv("XDG_DATA_HOME", str(checkout.parent / "no-home-here"))  # reads as read-only too
+    assert runs.runs_root() == runs.Path(f"/tmp/tcplab-{os.getuid()}") / "runs"
+
+
 def test_environment_names_versions_and_tools():
     env = runs.environment(backend="delayline", cc={"client": "bbr", "server": "bbr"})
     assert env["kernel"] == os.uname().release and env["backend"] == "delayline"

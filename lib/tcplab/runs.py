@@ -57,7 +57,29 @@ def data_root() -> Path:
 
 
 def runs_root(runs_dir: str | os.PathLike | None = None) -> Path:
-    return Path(runs_dir) if runs_dir is not None else data_root() / "runs"
+    """Where runs are kept: ``runs_dir``; else ``data_root()/runs``, unless that cannot be
+    written (a shared checkout used by a user who does not own it): then this user's own
+    ``$XDG_DATA_HOME/tcplab/runs`` (``~/.local/share``), or ``/tmp/tcplab-<uid>/runs`` for a
+    user without a writable home. Recorded replay data stays in ``data_root()/replay``."""
+    if runs_dir is not None:
+        return Path(runs_dir)
+    shared = data_root() / "runs"
+    if os.environ.get("TCPLAB_DATA") or _can_write(shared):
+        return shared
+    home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    if _can_write(Path(home) / "tcplab" / "runs"):
+        return Path(home) / "tcplab" / "runs"
+    return Path(f"/tmp/tcplab-{os.getuid()}") / "runs"
+
+
+def _can_write(folder: Path) -> bool:
+    """Whether ``folder`` can be written, or made by this user (its nearest existing parent
+    can be written)."""
+    while not folder.exists():
+        if folder.parent == folder:
+            return False
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
 
 
 def key_of(params: Mapping[str, Any]) -> str:
