@@ -89,10 +89,15 @@ def test_run_gives_one_tidy_row_per_trial():
         sweep.run(lab, variants, repetitions=0)
 
 
-def test_knee_is_the_first_x_whose_mean_reaches_the_threshold():
-    frame = pd.DataFrame({"buf": [1, 1, 2, 2, 4, 4], "y": [10, 20, 70, 100, 90, 95]})
-    assert sweep.knee(frame, "buf", "y", 80) == 2  # mean 85
-    assert sweep.knee(frame, "buf", "y", 99) is None
+def test_knee_is_where_the_window_limited_slope_meets_the_line():
+    # Window-limited runs at 64 and 256 KB climb 0.19 and 0.2 Mbit/s per KB; the 512 KB run
+    # sits at the knee and the 4 MB run on the line: neither moves the answer.
+    frame = pd.DataFrame({"buf": [64, 256, 512, 4096], "y": [12.0, 51.2, 67.0, 96.0]})
+    limited = frame["buf"] < 300
+    knee, low, high = sweep.knee_from_slope(frame, "buf", "y", 95.0, limited)
+    assert knee == pytest.approx(95.0 / ((12.0 / 64 + 51.2 / 256) / 2))
+    assert low == pytest.approx(95.0 / 0.2) and high == pytest.approx(95.0 / (12.0 / 64))
+    assert all(math.isnan(v) for v in sweep.knee_from_slope(frame, "buf", "y", 95.0, frame["buf"] < 0))
 
 
 def test_budget_size_follows_the_expected_speed():
