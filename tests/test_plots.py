@@ -210,3 +210,13 @@ def test_existing_summary_figures_still_render(tmp_path):
     fig = plots.rtt_samples([0.020, 0.021, 0.0205], 0.020)
     fig.savefig(tmp_path / "rtt.png")
     assert (tmp_path / "rtt.png").stat().st_size > 0
+
+
+def test_first_seconds_starts_at_the_first_data_segment_not_the_capture(bulk):
+    # The capture began at the small connection's handshake; the big flow's data at 0.020 s.
+    p = flow0(bulk)
+    first_data = float(p.loc[(p["dir"] == 0) & (p["len"] > 0), "rel_time"].min())
+    assert first_data > 0.015
+    assert plots.first_seconds(bulk, 0.05) == pytest.approx((first_data, first_data + 0.05))
+    with pytest.raises(ValueError, match="seconds"):
+        plots.first_seconds(bulk, 0)

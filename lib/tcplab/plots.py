@@ -243,6 +243,17 @@ def _stall_threshold(acks: pd.DataFrame) -> float:
     return max(2 * float(samples.median()), 0.005)
 
 
+def first_seconds(packets, seconds: float, flow: int | None = None) -> tuple[float, float]:
+    """``t_range`` of the first ``seconds`` of a flow's data, from its first data segment:
+    a window taken from the data, not from the capture's start (which can be far earlier
+    when the machine was slow to start the transfer)."""
+    if not seconds > 0:
+        raise ValueError(f"seconds must be above 0, got {seconds!r}")
+    view, flow, direction = flow_view(packets, flow)
+    start = float(view.loc[(view["dir"] == direction) & (view["len"] > 0), "rel_time"].min())
+    return start, start + seconds
+
+
 def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, direction: int | None = None,
                   stall_s: float | None = None):
     """Stevens/tcptrace time-sequence graph of one flow's data direction.
