@@ -25,6 +25,8 @@ def test_capture_sees_the_handshake_and_counts_packets(root, tmp_path):
         packets = table.packets
         assert stat.captured == len(packets) > 200, label
         assert stat.dropped_by_kernel == 0 and not stat.limit_hit
+        # Every packet the filter passed was read before tcpdump stopped (none lost at the end).
+        assert stat.received_by_filter == stat.captured, stat
         first = packets.iloc[0]
         assert first.f_syn and not first.f_ack, "the first packet is the client's SYN"
         assert packets.len.sum() == 300_000
