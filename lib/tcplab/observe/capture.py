@@ -121,8 +121,11 @@ class Capture:
     def argv(self, point: CapturePoint, file: FsPath) -> list[str]:
         # --immediate-mode: with TPACKET_V3, packets wait in a ring block until it fills or
         # a 1 s timeout passes, and SIGINT loses a block not yet handed over.
+        # -w -: the pcap goes to stdout, into a file this process opened. Writing it itself,
+        # tcpdump as root chowns the file to the user it drops to, which fails where root
+        # is not the file's real owner (the UML kernel run by an unprivileged user: hostfs).
         return ["tcpdump", "-i", point.ifname, "-n", "-U", "--immediate-mode", "-s", str(self.snaplen),
-                "-c", str(self.packet_limit), "-w", str(file), "tcp", "port", str(self.port)]
+                "-c", str(self.packet_limit), "-w", "-", "tcp", "port", str(self.port)]
 
     def start(self) -> "Capture":
         self.outdir.mkdir(parents=True, exist_ok=True)
@@ -137,8 +140,9 @@ class Capture:
         return self
 
     def _launch(self, point: CapturePoint, file: FsPath) -> _Running:
-        process = point.host.popen(self.argv(point, file), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True, bufsize=1)
+        with open(file, "wb") as out:
+            process = point.host.popen(self.argv(point, file), stdout=out,
+                                       stderr=subprocess.PIPE, text=True, bufsize=1)
         running = _Running(point, file, process)
         running.reader = threading.Thread(target=self._read_stderr, args=(running,),
                                           name=f"tcpdump-{point.label}", daemon=True)
