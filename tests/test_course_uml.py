@@ -12,8 +12,11 @@ import pytest
 from test_course import read_summary, tcplab_report
 from tcplab.lab import uml
 
-UML_CASES = ("00-path-check", "01-send-buffer", "02-receive-buffer", "03-bdp-sweep", "04-nagle-delayed-ack",
-             "05-zero-window", "07-window-scaling")
+#: 01, 03 and 07 also pass on a quiet machine, but their line-rate checks at 100 Mbit/s miss
+#: when the host's CPUs are busy (measured with two nice-19 loops beside the leg: 01's 16 KB run was
+#: 3.6× slower than unset, not ≥ 4×; 03 and 07 reached 69 Mbit/s of a 76-81 Mbit/s floor): one UML
+#: process carries the whole path. They join once a case can pick a rate UML holds.
+UML_CASES = ("00-path-check", "02-receive-buffer", "04-nagle-delayed-ack", "05-zero-window")
 REPORT_TIMEOUT_S = 40 * 60
 
 
