@@ -33,7 +33,7 @@ from ..observe import ObserveSpec
 from ..runs import Run, find_run, key_of, runs_root
 from ..units import ParameterError
 from . import replay
-from .trial import Trial, kernel_label
+from .trial import Trial, kernel_label, kernel_of
 
 __all__ = ["CaseLab", "PROFILES", "MODES", "ReplayedPath"]
 
@@ -191,7 +191,7 @@ class CaseLab:
         self.trials[label] = trial
         if trial.backend:
             self._saw_backend(trial.backend)
-        self._saw_kernel(_kernel_of(trial.run))
+        self._saw_kernel(kernel_of(trial.run))
         return trial
 
     def repeat(self, label: str, workload: Any, *, path: PathLike, times: int,
@@ -214,7 +214,7 @@ class CaseLab:
         return self._indexed(label, experiment.run())
 
     def _indexed(self, label: str, run: Run) -> Trial:
-        self._index(runs={label: run.dir.name}, kernel=_kernel_of(run))
+        self._index(runs={label: run.dir.name}, kernel=kernel_of(run))
         return Trial(label, run)
 
     def _index(self, *, runs: Mapping[str, str] = {}, kept: Mapping[str, Any] = {}, backend: str | None = None,
@@ -294,11 +294,6 @@ class CaseLab:
                     f"(profile {self.profile}).")
         return (f"**Replay**: this page shows runs recorded on Linux {self._recorded.get('kernel', '?')} "
                 f"(profile {self._recorded.get('profile', '?')}); nothing was run on this machine.")
-
-
-def _kernel_of(run: Run) -> str:
-    env = run.environment
-    return kernel_label(env.get("lab_kernel"), env.get("kernel", "?"))
 
 
 def _spec(spec: PathSpec | Mapping[str, Any] | None, settings: Mapping[str, Any]) -> PathSpec:

@@ -19,6 +19,12 @@ def kernel_label(kind: str | None, release: str) -> str:
     return f"{release} ({'UML' if kind == 'uml' else 'host'})"
 
 
+def kernel_of(run: Any) -> str:
+    """The lab kernel a recorded run ran on, as pages name it."""
+    env = run.environment
+    return kernel_label(env.get("lab_kernel"), env.get("kernel", "?"))
+
+
 @dataclass
 class Trial:
     """``label`` names the variant in the case ("sndbuf-16KB"); ``run`` is its record, live
@@ -98,8 +104,7 @@ class Trial:
     @property
     def kernel_name(self) -> str:
         """The lab kernel this run ran on, as pages name it: "6.1.176 (UML)"."""
-        env = self.run.environment
-        return kernel_label(env.get("lab_kernel"), env.get("kernel", "?"))
+        return kernel_of(self.run)
 
     # --- what the capture and the kernel saw ------------------------------------------------------
     @cached_property

@@ -118,7 +118,7 @@ class Capture:
     def files(self) -> list[FsPath]:
         return [self.outdir / f"{p.label}.pcap" for p in self.points]
 
-    def argv(self, point: CapturePoint, file: FsPath) -> list[str]:
+    def argv(self, point: CapturePoint) -> list[str]:
         # --immediate-mode: with TPACKET_V3, packets wait in a ring block until it fills or
         # a 1 s timeout passes, and SIGINT loses a block not yet handed over.
         # -w -: the pcap goes to stdout, into a file this process opened. Writing it itself,
@@ -141,7 +141,7 @@ class Capture:
 
     def _launch(self, point: CapturePoint, file: FsPath) -> _Running:
         with open(file, "wb") as out:
-            process = point.host.popen(self.argv(point, file), stdout=out,
+            process = point.host.popen(self.argv(point), stdout=out,
                                        stderr=subprocess.PIPE, text=True, bufsize=1)
         running = _Running(point, file, process)
         running.reader = threading.Thread(target=self._read_stderr, args=(running,),

@@ -56,22 +56,30 @@ _TCP_INFO = [
     ("Q", ["bytes_sent", "bytes_retrans"]),
     ("I", ["dsack_dups", "reord_seen", "rcv_ooopack", "snd_wnd", "rcv_wnd", "rehash"]),
 ]
-_TCP_INFO_FIELDS = [(code, name) for code, names in _TCP_INFO for name in names]
+
+
+def _layout() -> list[tuple[str, struct.Struct, int]]:
+    """(name, format, byte offset) of every field, laid out once with the C struct's natural
+    alignment, so decoding a sample is only unpacking."""
+    fields, offset = [], 0
+    for code, names in _TCP_INFO:
+        one = struct.Struct("=" + code)
+        for name in names:
+            offset += -offset % one.size
+            fields.append((name, one, offset))
+            offset += one.size
+    return fields
+
+
+_TCP_INFO_FIELDS = _layout()
 TCPI_OPT_WSCALE = 4
 
 
 def tcp_info(raw: bytes) -> dict[str, int]:
     """``struct tcp_info`` bytes (from TCP_INFO or inet_diag) → its fields by name, without
     the ``tcpi_`` prefix; the bit fields are split: ``snd_wscale``/``rcv_wscale``, ``app_limited``."""
-    info: dict[str, int] = {}
-    offset = 0
-    for code, name in _TCP_INFO_FIELDS:
-        size = struct.calcsize(code)
-        offset += -offset % size  # natural alignment, as the C struct has
-        if offset + size > len(raw):
-            break
-        info[name] = struct.unpack_from("=" + code, raw, offset)[0]
-        offset += size
+    info = {name: one.unpack_from(raw, offset)[0] for name, one, offset in _TCP_INFO_FIELDS
+            if offset + one.size <= len(raw)}
     # __u8 tcpi_snd_wscale:4, tcpi_rcv_wscale:4 — the first bit field is the low nibble.
     info["snd_wscale"], info["rcv_wscale"] = info["wscale"] & 0xF, info["wscale"] >> 4
     info["app_limited"] = info.pop("flags") & 1  # tcpi_delivery_rate_app_limited:1
@@ -79,10 +87,15 @@ def tcp_info(raw: bytes) -> dict[str, int]:
 
 
 def _request(family: int) -> bytes:
+    """The dump request for ``family``'s TCP sockets with their tcp_info, congestion control
+    and memory (the same request every sample: built once, in :data:`_REQUESTS`)."""
     body = _REQ.pack(family, socket.IPPROTO_TCP,
                      (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_CONG - 1)) | (1 << (INET_DIAG_SKMEMINFO - 1)),
                      0, _CONNECTED, b"\0" * 48)
     return _NLMSG.pack(_NLMSG.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + body
+
+
+_REQUESTS = {family: _request(family) for family in (socket.AF_INET, socket.AF_INET6)}
 
 
 def _address(family: int, raw: bytes) -> str:
@@ -138,7 +151,7 @@ class DiagSocket:
         """Connected TCP sockets (IPv4 and IPv6) with ``port`` as source or destination port."""
         found = []
         for family in (socket.AF_INET, socket.AF_INET6):
-            self._sock.send(_request(family))
+            self._sock.send(_REQUESTS[family])
             done = False
             while not done:
                 data = self._sock.recv(1 << 16)

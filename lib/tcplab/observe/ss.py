@@ -227,6 +227,7 @@ def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 class _Side:
     name: str
     ns: str
+    #: (asked, answered, the dump's socket records); turned into rows by ``frame()``, not while sampling.
     samples: list[tuple[float, float, list[dict[str, Any]]]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -275,7 +276,7 @@ class SsSampler:
                     if len(side.errors) < 10:
                         side.errors.append(repr(exc))
                 else:
-                    side.samples.append((stamp, time.time(), [diag_row(s) for s in sockets]))
+                    side.samples.append((stamp, time.time(), sockets))
                 next_at += self.interval
                 # Fixed-rate schedule; when a dump ran late, skip ahead rather than burst.
                 next_at = max(next_at, time.monotonic())
@@ -298,7 +299,7 @@ class SsSampler:
     def frame(self) -> pd.DataFrame:
         rows = []
         for side in self.sides:
-            for stamp, end, sampled in side.samples:
-                for row in sampled:
-                    rows.append({**row, "time": stamp, "time_end": end, "side": side.name})
+            for stamp, end, sockets in side.samples:
+                for sock in sockets:
+                    rows.append({**diag_row(sock), "time": stamp, "time_end": end, "side": side.name})
         return frame(rows).sort_values(["time", "side"], kind="stable").reset_index(drop=True)
