@@ -33,7 +33,9 @@ def data_then_resend():
 
 def test_a_resend_after_a_long_silence_is_a_timeout():
     # The resends (by sequence coverage) are at 0.271, 0.267 s after the last data segment, and 0.272.
-    trial = SimpleNamespace(packets=data_then_resend(), trace=None,
+    no_samples = pd.DataFrame(columns=["time", "cwnd", "ssthresh"])
+    trial = SimpleNamespace(packets=data_then_resend(), trace=None, sender="server",
+                            socket_samples=lambda side: no_samples,
                             metrics=SimpleNamespace(resent=pd.DataFrame({"time": [0.271, 0.272]})))
     out = loss.timeouts(trial)
     assert list(out["time"]) == [pytest.approx(0.271)]
@@ -81,3 +83,16 @@ def test_summary_means_over_repetitions():
                           "timeouts": [0, 1]})
     row = loss.summary(frame).iloc[0]
     assert row["MB/s"] == 1.5 and row["loss events"] == 4 and not math.isnan(row["resent %"])
+
+
+def test_without_tracepoints_the_senders_socket_samples_give_the_window():
+    # A kernel without ftrace records no tcp_probe: the server's ss samples stand in, on the capture's clock.
+    samples = pd.DataFrame({"time": [1000.10, 1000.12, 1000.14], "cwnd": [40, 28, 29],
+                            "ssthresh": [np.nan, 28, 28]})
+    trial = SimpleNamespace(packets=data_then_resend(), trace=pd.DataFrame(), sender="server",
+                            socket_samples=lambda side: samples if side == "server" else None)
+    probe = loss.sender_probe(trial)
+    assert probe.attrs["source"] == "ss"
+    assert list(probe["time"].round(2)) == [0.10, 0.12, 0.14] and list(probe["cwnd"]) == [40, 28, 29]
+    cuts = loss.window_cuts(probe)
+    assert len(cuts) == 1 and cuts["cwnd_before"].iloc[0] == 40 and cuts["ratio"].iloc[0] == pytest.approx(0.7)

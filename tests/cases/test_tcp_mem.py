@@ -62,5 +62,9 @@ def test_ballast_holds_memory_and_lets_go():
         assert held["unread"] + held["unacknowledged"] >= 1 << 20  # data in the receive queue may not be acked yet
         assert max(held.values()) <= 1 << 20
     assert ballast.held() == {"unread": 0, "unacknowledged": 0}
-    with tcp_mem.ballast(False) as nothing:
-        assert nothing is None
+
+
+def test_pressure_counters_sum_both_ends():
+    moved = {"client": {"TcpExtTCPRcvQDrop": 67, "TcpExtPruneCalled": 228}, "server": {"TcpExtTCPMemoryPressures": 1}}
+    trial = SimpleNamespace(counters=lambda side: moved[side])
+    assert tcp_mem.pressure_counters(trial) == {"TcpExtTCPMemoryPressures": 1, "TcpExtTCPRcvQDrop": 67}

@@ -1,6 +1,7 @@
 """The path on the real kernel: built as asked, measured, and always torn down."""
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -81,6 +82,27 @@ def test_round_trip_time_over_tcp_matches_configuration(root):
     assert 0.0199 <= result.minimum
     assert result.median <= 0.0215
     assert 0.0195 <= result.kernel_min_rtt <= 0.0215
+
+
+def test_the_first_packet_waits_no_longer_than_the_rest(root):
+    # netem delays ARP too: without pinned neighbours the first ping would take 40 ms here.
+    with Path(rtt="20ms") as path:
+        out = path.client.run(["ping", "-c", "3", "-i", "0.2", path.server.address]).stdout
+        states = path.router.run(["ip", "neigh", "show"]).stdout
+    first = float(re.search(r"time=([\d.]+) ms", out).group(1))
+    assert 19.9 <= first <= 21.5, out
+    assert states.count("PERMANENT") == 2, states
+
+
+def test_delay_line_runs_in_any_kernel(root):
+    """The userspace delay line, asked for by name: on the host it is the default, in the UML
+    kernel it needs the iptables front end that kernel accepts (the legacy one)."""
+    with Path(rtt="10ms", backend="delayline") as path:
+        assert path.backend == "delayline"
+        result = fidelity.tcp_rtt(path, count=20)
+    assert 0.0099 <= result.minimum and result.median <= 0.0125
+    assert len(path.link_stats) == 2, path.link_stats  # the delay line's own counters, each way
+    assert all(q["received"] > 0 and "late_max_s" in q for q in path.link_stats.values()), path.link_stats
 
 
 def test_rate_limit_holds(root):

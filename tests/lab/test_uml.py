@@ -98,6 +98,21 @@ def test_an_experiment_in_uml_leaves_a_complete_record_on_the_host(kernel, monke
     assert len(run.packets().packets) > 700  # 1 MB in 1448-byte segments, plus ACKs, read back on the host
 
 
+def test_an_object_held_in_uml_is_itself_in_calls_there_and_let_go_after(kernel, monkeypatch):
+    from tcplab.cases.tcp_mem import Ballast
+    from tcplab.lab.kernels import call_in, held_in
+
+    monkeypatch.setattr(uml, "_shared", kernel)
+    agent = lambda: __import__("tcplab.lab.uml_agent").lab.uml_agent  # noqa: E731
+    with held_in("uml", Ballast, "1MB") as ballast:
+        held = call_in("uml", lambda: ballast.held())  # the stand-in travels, the sockets stay there
+        assert held["unread"] + held["unacknowledged"] >= 1 << 20
+        assert kernel.call(lambda: len(agent().HELD)) == 1
+        with pytest.raises(AttributeError, match="lives in the UML kernel"):
+            ballast.held()
+    assert kernel.call(lambda: len(agent().HELD)) == 0
+
+
 def test_the_owners_death_ends_the_kernel_and_cleanup_removes_its_record():
     child, facts = _boot_in_child()
     child.kill()

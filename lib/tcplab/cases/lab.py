@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..experiment import Experiment, run_params
 from ..lab import Path, PathSpec
-from ..lab.kernels import call_in, choose_kernel
+from ..lab.kernels import call_in, choose_kernel, held_in
 from ..lab.state import exclusive_measurement
 from ..observe import ObserveSpec
 from ..runs import Run, find_run, key_of, runs_root
@@ -151,6 +151,18 @@ class CaseLab:
         """``action()`` in the lab's kernel: here, or inside the UML kernel (where a path's
         stand-in in ``action``'s closure is the live path itself)."""
         return call_in(self.kernel, action)
+
+    @contextlib.contextmanager
+    def holding(self, factory: Callable[..., Any], *args: Any) -> Iterator[Any]:
+        """``factory(*args)`` (a context manager, such as another application's sockets)
+        entered in the lab's kernel around the variants of the ``with`` block, when the lab is
+        live; None in replay (the recorded runs had theirs). Use what it gives inside
+        :meth:`keep`, :meth:`live` or :meth:`in_lab`, which run in that kernel too."""
+        if self.mode != "live":
+            yield None
+            return
+        with held_in(self.kernel, factory, *args) as held:
+            yield held
 
     def live(self, action: Callable[[], Any]) -> Any:
         """Do ``action`` in the lab's kernel, only when the lab is live (a flush between

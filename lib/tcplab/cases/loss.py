@@ -67,25 +67,41 @@ def seconds_for(seconds: float, rtt_s: float) -> float:
     return seconds * max(1.0, math.sqrt(rtt_s / 0.020))
 
 
+#: Where the sender's window samples come from, for a plot's title: the kernel's tracepoint,
+#: or the socket samples where the kernel has no tracepoints.
+PROBE_SOURCES = {"tcp_probe": "tcp_probe", "ss": "ss samples"}
+
+
 def sender_probe(trial: Any) -> pd.DataFrame:
-    """The sender socket's ``tcp_probe`` samples (one per ACK it processed): ``time`` in
-    seconds on the capture's clock (``rel_time``), ``cwnd`` and ``ssthresh`` in segments.
-    The tracepoint reports the *current* threshold (``tcp_current_ssthresh``): the socket's
-    ssthresh during loss recovery, max(ssthresh, ¾ cwnd) otherwise; entering recovery
-    therefore always shows as a drop to the new ssthresh."""
-    trace = trial.trace
-    if trace is None or trace.empty or "snd_cwnd" not in trace:
-        return pd.DataFrame(columns=["time", "cwnd", "ssthresh"])
+    """The sender's congestion window over time: ``time`` in seconds on the capture's clock
+    (``rel_time``), ``cwnd`` and ``ssthresh`` in segments; ``attrs["source"]`` says whence.
+
+    From the ``tcp_probe`` tracepoint (one sample per ACK) where the kernel has it. It
+    reports the *current* threshold (``tcp_current_ssthresh``): the socket's ssthresh during
+    loss recovery, max(ssthresh, ¾ cwnd) otherwise; entering recovery therefore always
+    shows as a drop to the new ssthresh. A kernel built without ftrace (Debian's UML
+    kernel) has no tracepoints: the sender's socket samples stand in, one per sampling
+    interval, with the socket's own ssthresh."""
     view, _, _ = flow_view(trial.packets)
-    offset = float((view["time"] - view["rel_time"]).iloc[0])
-    sender_addr = trial.run.environment.get("path", {}).get("addresses", {}).get(trial.sender)
-    rows = trace[(trace["event"] == "tcp_probe")]
-    if sender_addr:
-        rows = rows[rows["src"].astype(str).str.startswith(sender_addr + ":")]
-    ssthresh = rows["ssthresh"].astype(float).where(rows["ssthresh"] < 2**30)
-    out = pd.DataFrame({"time": rows["time"].astype(float) - offset, "cwnd": rows["snd_cwnd"].astype(float),
-                        "ssthresh": ssthresh})
-    return out.sort_values("time").reset_index(drop=True)
+    offset = float((view["time"] - view["rel_time"]).iloc[0]) if len(view) else 0.0
+    trace = trial.trace
+    if trace is not None and not trace.empty and "snd_cwnd" in trace:
+        sender_addr = trial.run.environment.get("path", {}).get("addresses", {}).get(trial.sender)
+        rows = trace[(trace["event"] == "tcp_probe")]
+        if sender_addr:
+            rows = rows[rows["src"].astype(str).str.startswith(sender_addr + ":")]
+        ssthresh = rows["ssthresh"].astype(float).where(rows["ssthresh"] < 2**30)
+        out = pd.DataFrame({"time": rows["time"].astype(float) - offset, "cwnd": rows["snd_cwnd"].astype(float),
+                            "ssthresh": ssthresh})
+        source = "tcp_probe"
+    else:
+        rows = trial.socket_samples(trial.sender)
+        out = pd.DataFrame({"time": rows["time"].astype(float) - offset, "cwnd": rows["cwnd"].astype(float),
+                            "ssthresh": rows["ssthresh"].astype(float)}, columns=["time", "cwnd", "ssthresh"])
+        source = "ss"
+    out = out.sort_values("time").reset_index(drop=True)
+    out.attrs["source"] = source
+    return out
 
 
 def window_cuts(probe: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..lab import netns
 from ..plots import flow_view
 
 __all__ = ["bursts", "first_flights", "cached_entry", "start_drops", "stop_drops", "settled_tcp_metrics",
@@ -87,12 +88,12 @@ def start_drops(router: Any, percent: float) -> None:
     router host), for a lossy spell between runs on one path."""
     if not 0 < percent < 100:
         raise ValueError(f"percent must be between 0 and 100, got {percent!r}")
-    router.run(["iptables", "-I", *_drop_rule(percent)])
+    netns.iptables(router.ns, ["-I", *_drop_rule(percent)])
 
 
 def stop_drops(router: Any, percent: float) -> None:
     """End the spell :func:`start_drops` began."""
-    router.run(["iptables", "-D", *_drop_rule(percent)], check=False)
+    netns.iptables(router.ns, ["-D", *_drop_rule(percent)], check=False)
 
 
 def settled_tcp_metrics(host: Any, *, timeout: float = 5.0) -> list[dict[str, str]]:

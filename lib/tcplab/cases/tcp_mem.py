@@ -7,14 +7,13 @@ together: *low*, *pressure*, *high*.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import socket
 import struct
 import termios
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pandas as pd
 
@@ -22,7 +21,7 @@ from ..observe.ss import socket_rows
 from ..units import parse_size
 
 __all__ = ["PAGE", "TCP_MEM", "read_tcp_mem", "limits", "exceed_events", "exceed_summary", "receiver_clamp",
-           "Ballast", "ballast"]
+           "PRESSURE_COUNTERS", "pressure_counters", "Ballast"]
 
 PAGE = 4096
 TCP_MEM = Path("/proc/sys/net/ipv4/tcp_mem")
@@ -71,6 +70,17 @@ def exceed_summary(trial: Any) -> dict[str, Any]:
     }
 
 
+#: The nstat counters that name memory pressure without a tracepoint: how often TCP entered
+#: memory pressure, and segments a receiver dropped because it could not get memory.
+PRESSURE_COUNTERS = ("TcpExtTCPMemoryPressures", "TcpExtTCPRcvQDrop")
+
+
+def pressure_counters(trial: Any) -> dict[str, int]:
+    """How much the run moved :data:`PRESSURE_COUNTERS`, both ends together."""
+    return {name: sum(int(trial.counters(side).get(name, 0)) for side in ("client", "server"))
+            for name in PRESSURE_COUNTERS}
+
+
 def receiver_clamp(trial: Any, side: str = "client") -> pd.DataFrame:
     """The receiver's advertised-window ceiling over time (``ss`` rcv_ssthresh and rb), its
     advmss, and the ceiling in segments: under memory pressure Linux cuts rcv_ssthresh to
@@ -88,20 +98,29 @@ SIOCOUTQ = termios.TIOCOUTQ
 
 
 class Ballast:
-    """Another application on the host holding ``size`` bytes of TCP memory: a loopback
-    connection in the host's namespace whose receiver never reads.
+    """Another application on the host holding ``size`` bytes of TCP memory: loopback
+    connections in the host's namespace whose receivers never read.
 
     The kernel counts TCP memory per CPU in batches of ``net.core.mem_pcpu_rsv`` pages and
     only then adds them to the global count that ``tcp_mem`` is compared with, so a single
     small transfer may never move the global count at all. A few MB held here move it for
-    certain. Create it *before* the limits are squeezed (it is then allocated freely), close
-    it after.
+    certain. One connection holds at most what ``rmem_max`` and ``wmem_max`` let its two
+    buffers grow to (about 0.8 MB with stock limits), so the ballast opens as many as it
+    needs. Create it *before* the limits are squeezed (it is then allocated freely), close
+    it after. It belongs in the lab's kernel, whose ``tcp_mem`` the runs share:
+    ``with lab.holding(Ballast, size) as held:`` puts it there.
     """
+
+    #: No progress for this long: the connection's buffers are full, open the next one.
+    FULL_AFTER_S = 0.2
+    MAX_CONNECTIONS = 64
 
     def __init__(self, size: Any = "4MB", *, timeout: float = 5.0) -> None:
         self.size = parse_size("ballast", size)
         self.timeout = timeout
-        self._socks: list[socket.socket] = []
+        self.sent = 0
+        self._listener: socket.socket | None = None
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
 
     def __enter__(self) -> "Ballast":
         try:
@@ -115,50 +134,49 @@ class Ballast:
         self.close()
 
     def _fill(self) -> None:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socks.append(listener)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.size)  # inherited by the accepted socket
+        self._listener = listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.size)  # inherited by accepted sockets
         listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        sender = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socks.append(sender)
-        sender.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.size)
-        sender.connect(listener.getsockname())
-        receiver, _ = listener.accept()
-        self._socks.append(receiver)
+        listener.listen(self.MAX_CONNECTIONS)
+        deadline = time.monotonic() + self.timeout
+        while self.sent < self.size and len(self._pairs) < self.MAX_CONNECTIONS and time.monotonic() < deadline:
+            sender = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sender.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.size)
+            sender.connect(listener.getsockname())
+            receiver, _ = listener.accept()
+            self._pairs.append((sender, receiver))
+            pushed = self._push(sender, self.size - self.sent, deadline)
+            self.sent += pushed
+            if pushed == 0:
+                break
+
+    def _push(self, sender: socket.socket, wanted: int, deadline: float) -> int:
+        """Send up to ``wanted`` bytes until the connection's buffers are full."""
         sender.setblocking(False)
         chunk = bytes(65536)
         sent, last_progress = 0, time.monotonic()
-        while sent < self.size and time.monotonic() - last_progress < self.timeout:
+        while sent < wanted and time.monotonic() - last_progress < self.FULL_AFTER_S and time.monotonic() < deadline:
             try:
-                sent += sender.send(chunk[: min(len(chunk), self.size - sent)])
+                sent += sender.send(chunk[: min(len(chunk), wanted - sent)])
                 last_progress = time.monotonic()
             except BlockingIOError:
                 time.sleep(0.01)
-        self.sent = sent
+        return sent
 
     def held(self) -> dict[str, int]:
-        """Bytes of payload the ballast holds: unread at the receiver, unacknowledged at the sender."""
-        if len(self._socks) < 3:
-            return {"unread": 0, "unacknowledged": 0}
-        _, sender, receiver = self._socks
+        """Bytes of payload the ballast holds: unread at the receivers, unacknowledged at the senders."""
 
         def ioctl(sock: socket.socket, request: int) -> int:
             return struct.unpack("i", fcntl.ioctl(sock.fileno(), request, b"\0" * 4))[0]
 
-        return {"unread": ioctl(receiver, termios.FIONREAD), "unacknowledged": ioctl(sender, SIOCOUTQ)}
+        return {"unread": sum(ioctl(receiver, termios.FIONREAD) for _, receiver in self._pairs),
+                "unacknowledged": sum(ioctl(sender, SIOCOUTQ) for sender, _ in self._pairs)}
 
     def close(self) -> None:
-        for sock in self._socks:
-            sock.close()
-        self._socks.clear()
-
-
-@contextlib.contextmanager
-def ballast(live: bool, size: Any = "4MB") -> Iterator[Ballast | None]:
-    """A :class:`Ballast` when ``live``; nothing in replay (the recorded runs had theirs)."""
-    if not live:
-        yield None
-        return
-    with Ballast(size) as held:
-        yield held
+        for pair in self._pairs:
+            for sock in pair:
+                sock.close()
+        self._pairs.clear()
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None

@@ -93,6 +93,11 @@ class Trial:
         """How much the run moved ``side``'s nstat counters ({"TcpExtDelayedACKs": 12, …})."""
         return dict(self.run.counters.get(side, {}))
 
+    def traced(self, event: str) -> bool:
+        """Whether the run recorded the tracepoint ``event`` (a kernel built without ftrace,
+        such as Debian's UML kernel, has none; the run record says why)."""
+        return self.run.observe.get("trace", {}).get("events", {}).get(event) == "recorded"
+
     @property
     def backend(self) -> str | None:
         return self.run.environment.get("backend")

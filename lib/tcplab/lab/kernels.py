@@ -8,9 +8,11 @@ recorded runs). The choice and its reason are shown on every page.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from dataclasses import dataclass
+from typing import Any, Callable, ContextManager, Iterator
 
 from ..units import ParameterError
 
@@ -103,3 +105,42 @@ def call_in(kernel: str | None, fn, *args, **kwargs):
     from . import uml
 
     return uml.shared_kernel().call(fn, *args, **kwargs)
+
+
+class InKernel:
+    """The host's stand-in for an object held in the UML kernel: inside any function sent
+    there (:func:`call_in`) it is that object; here it only names it."""
+
+    def __init__(self, ident: str, what: str) -> None:
+        self.ident, self.what = ident, what
+
+    def __reduce__(self):
+        from . import uml_agent
+
+        return uml_agent.held, (self.ident,)
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"{self.what} lives in the UML kernel: use it in a function run there "
+                             f"(call_in, CaseLab.in_lab or keep), not here (asked for .{name})")
+
+    def __repr__(self) -> str:
+        return f"<{self.what} in the UML kernel>"
+
+
+@contextlib.contextmanager
+def held_in(kernel: str | None, factory: Callable[..., ContextManager[Any]], *args: Any) -> Iterator[Any]:
+    """``factory(*args)``, a context manager, entered in the lab kernel ``kernel`` for the
+    ``with`` block: what it gives here, or in UML its :class:`InKernel` stand-in."""
+    if kernel != "uml":
+        with factory(*args) as entered:
+            yield entered
+        return
+    from . import uml, uml_agent
+
+    shared = uml.shared_kernel()
+    ident = shared.call(uml_agent.hold, factory, args)
+    try:
+        yield InKernel(ident, getattr(factory, "__name__", repr(factory)))
+    finally:
+        if shared.alive:
+            shared.call(uml_agent.let_go, ident)

@@ -253,11 +253,11 @@ class DelayLine:
             time.sleep(0.01)
         # Bind first, then divert: a packet must never reach a queue nobody listens on.
         rule = self.rule
-        netns.run(self.router_ns, ["iptables", rule[0], rule[1], "-A", *rule[2:]])
+        netns.iptables(self.router_ns, [rule[0], rule[1], "-A", *rule[2:]])
 
     def stop(self) -> dict[str, Any]:
         rule = self.rule
-        netns.run(self.router_ns, ["iptables", rule[0], rule[1], "-D", *rule[2:]], check=False)
+        netns.iptables(self.router_ns, [rule[0], rule[1], "-D", *rule[2:]], check=False)
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:

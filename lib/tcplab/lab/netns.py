@@ -141,6 +141,29 @@ def run(name: str, argv: Sequence[str], *, timeout: float = 30, check: bool = Tr
     )
 
 
+#: The iptables front ends, in the order tried: a kernel built without nf_tables' IPv4 family
+#: (Debian's UML kernel) lists rules through iptables-nft but refuses to add any, and takes
+#: the legacy one.
+IPTABLES = ("iptables", "iptables-legacy")
+_iptables_that_works: list[str] = []
+
+
+def iptables(name: str, args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess:
+    """``iptables -w args`` in namespace ``name``, with the front end this kernel accepts
+    (found at the first rule added, then kept, so a rule is deleted by the one that added it)."""
+    tried = _iptables_that_works or list(IPTABLES)
+    for i, binary in enumerate(tried):
+        done = run(name, [binary, "-w", *args], check=False)
+        last = i == len(tried) - 1
+        if done.returncode == 0 or last or "not supported" not in done.stderr.lower():
+            if done.returncode == 0 and not _iptables_that_works:
+                _iptables_that_works.append(binary)
+            if check and done.returncode != 0:
+                raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+            return done
+    raise AssertionError("unreachable")
+
+
 def outside_event_loop(fn: Callable[..., T]) -> Callable[..., T]:
     """Run ``fn`` in a worker thread when the caller's thread runs an asyncio loop.
 

@@ -33,6 +33,8 @@ from .link import BACKENDS, LinkEmulator, LinkShape, choose_backend
 # The two subnets live only inside the lab's namespaces, so every run may reuse them.
 CLIENT_NET = "10.201.1."
 SERVER_NET = "10.201.2."
+#: The kernel's state of a neighbour entry that never expires (linux/neighbour.h).
+NUD_PERMANENT = 0x80
 #: Offloads that let the stack hand veth 64 KB super-segments; every tx-tcp*-segmentation
 #: variant counts too (6.18 added tx-tcp-accecn-segmentation, for example).
 OFFLOADS = ("tx-generic-segmentation", "rx-gro", "rx-gro-list")
@@ -394,10 +396,33 @@ class Path:
                 ipr.addr("add", index=index, address=host.address, prefixlen=24)
                 ipr.link("set", index=index, mtu=mtu, state="up")
                 ipr.route("add", dst="default", gateway=gateway, **self._route_metrics())
+        self._pin_neighbours()
         if not self.spec.offloads:
             for host, ifnames in ((self.client, ["eth0"]), (self.server, ["eth0"]),
                                   (self.router, ["to-client", "to-server"])):
                 host.call(_offloads_off, ifnames)
+
+    def _pin_neighbours(self) -> None:
+        """Permanent ARP entries on both links, both ends. netem delays every packet leaving
+        its interface, ARP included: without them the first packets after a neighbour entry
+        is (re)resolved wait one emulated delay more per hop, so a connection's handshake,
+        the receiver's only round-trip sample, would read 40 ms on a 20 ms path."""
+        macs, indexes = {}, {}
+        for host, ifnames in ((self.router, ("to-client", "to-server")), (self.client, ("eth0",)),
+                              (self.server, ("eth0",))):
+            with netns.iproute(host.ns) as ipr:
+                for ifname in ifnames:
+                    index = ipr.link_lookup(ifname=ifname)[0]
+                    indexes[host.name, ifname] = index
+                    macs[host.name, ifname] = ipr.get_links(index)[0].get_attr("IFLA_ADDRESS")
+        links = ((self.client, "to-client", CLIENT_NET + "1"), (self.server, "to-server", SERVER_NET + "1"))
+        for host, router_if, gateway in links:
+            with netns.iproute(host.ns) as ipr:
+                ipr.neigh("add", dst=gateway, lladdr=macs[self.router.name, router_if],
+                          ifindex=indexes[host.name, "eth0"], state=NUD_PERMANENT)
+            with netns.iproute(self.router.ns) as ipr:
+                ipr.neigh("add", dst=host.address, lladdr=macs[host.name, "eth0"],
+                          ifindex=indexes[self.router.name, router_if], state=NUD_PERMANENT)
 
     def _route_metrics(self) -> dict[str, Any]:
         metrics = {}

@@ -4,7 +4,8 @@ Started by the kernel's init script as ``python -m tcplab.lab.uml_agent WORKDIR`
 ``call N`` / ``quit`` lines from the console, runs ``WORKDIR/call-N.pkl`` and writes
 ``WORKDIR/answer-N.pkl``, then says ``done N``. The lab's live objects stay here: a
 :class:`~tcplab.lab.path.Path` opened for the host is kept by id, and the host's stand-ins
-for it and its hosts arrive as references resolved by :func:`live_path` and :func:`live_host`.
+for it and its hosts arrive as references resolved by :func:`live_path` and :func:`live_host`;
+any other object the host keeps here (:func:`hold`) likewise by :func:`held`.
 """
 
 from __future__ import annotations
@@ -59,6 +60,33 @@ def live_path(path_id: str) -> Any:
 
 def live_host(path_id: str, name: str) -> Any:
     return getattr(live_path(path_id), name)
+
+
+#: Other objects the host keeps in this kernel for a while (a ballast of TCP memory), by id:
+#: the context manager and what its ``__enter__`` gave.
+HELD: dict[str, tuple[Any, Any]] = {}
+
+
+def hold(factory: Any, args: tuple) -> str:
+    """Enter ``factory(*args)`` (a context manager) here and keep it; its id."""
+    manager = factory(*args)
+    entered = manager.__enter__()
+    ident = f"held-{id(manager):x}"
+    HELD[ident] = (manager, entered)
+    return ident
+
+
+def held(ident: str) -> Any:
+    try:
+        return HELD[ident][1]
+    except KeyError:
+        raise LookupError(f"nothing held as {ident} in this UML kernel (it was let go, or the kernel rebooted)") from None
+
+
+def let_go(ident: str) -> None:
+    manager, _ = HELD.pop(ident, (None, None))
+    if manager is not None:
+        manager.__exit__(None, None, None)
 
 
 # --- the loop ---------------------------------------------------------------------------------------
