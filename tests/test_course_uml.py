@@ -12,13 +12,12 @@ import pytest
 from test_course import read_summary, tcplab_report
 from tcplab.lab import uml
 
-#: 01, 03 and 07 also pass on a quiet machine, but their line-rate checks at 100 Mbit/s miss
-#: when the host's CPUs are busy (measured with two nice-19 loops beside the leg: 01's 16 KB run was
-#: 3.6× slower than unset, not ≥ 4×; 03 and 07 reached 69 Mbit/s of a 76-81 Mbit/s floor): one UML
-#: process carries the whole path. They join once a case can pick a rate UML holds. 04 too:
-#: under the same load its 100,000- vs 99,900-byte write stall came out 15.6 ms against
-#: 9.9 ± 20 %, timing that a busy host stretches in UML.
-UML_CASES = ("00-path-check", "02-receive-buffer", "05-zero-window")
+#: The cases whose checks held in UML on a quiet machine and with two nice-19 loops beside it.
+#: 06 and 07 pass on a quiet machine only (under load one UML process carrying the whole path
+#: loses its rate: cubic at 1 % resent 7.7 %, scaling-on reached 79.5 of an 81.3 Mbit/s floor);
+#: 10 fails on curl's --limit-rate, which does not throttle in this kernel (README).
+UML_CASES = ("00-path-check", "01-send-buffer", "02-receive-buffer", "03-bdp-sweep", "04-nagle-delayed-ack",
+             "05-zero-window", "08-slow-start", "09-tcp-mem", "11-reading-ss")
 REPORT_TIMEOUT_S = 40 * 60
 
 
