@@ -96,18 +96,32 @@ def _unwrap(prev, rel32):
     return prev + _s32(rel32 - prev)
 
 
+#: The hash stays within 40 bits, so none of its products can overflow 64 bits.
+_HASH_MASK = (1 << 40) - 1
+_HASH_PRIME = 1000003
+
+
+@njit(cache=True, inline="always")
+def _mix(h, word):
+    h = ((h * _HASH_PRIME) ^ (word & M32)) & _HASH_MASK
+    return ((h * _HASH_PRIME) ^ ((word >> 32) & M32)) & _HASH_MASK
+
+
 @njit(cache=True, inline="always")
 def _hash(w0, w1, w2, w3, w4):
-    h = w0 * 0x7F4A7C159E3779B9
-    h ^= (h >> 29) ^ (w1 * 0x5851F42D4C957F2D)
-    h ^= (h >> 31) ^ (w2 * 0x14057B7EF767814F)
-    h ^= (h >> 27) ^ (w3 * 0x2545F4914F6CDD1D)
-    h ^= (h >> 33) ^ (w4 * 0x1B873593CC9E2D51)
-    return h ^ (h >> 32)
+    # No multiplication here may overflow: numba marks signed products "no signed wrap",
+    # and LLVM then optimised an overflowing hash differently inside a loop than in a lone
+    # call, so a key hashed while growing the table was not found by the decode loop (the
+    # 513th open connection split every flow). FNV-style, each 32-bit half in turn.
+    h = _mix(_mix(_mix(_mix(_mix(np.int64(0), w0), w1), w2), w3), w4)
+    return h ^ (h >> 21)
 
 
 @njit(cache=True)
 def _find_slot(keys, vals, w0, w1, w2, w3, w4):
+    # One key type for every caller: decode() passes words of several integer types, the
+    # table's growth the int64 it stored; the hash and the comparison must see the same.
+    w0, w1, w2, w3, w4 = np.int64(w0), np.int64(w1), np.int64(w2), np.int64(w3), np.int64(w4)
     mask = vals.size - 1
     s = _hash(w0, w1, w2, w3, w4) & mask
     while vals[s] >= 0:
