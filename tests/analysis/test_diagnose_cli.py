@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .pcapgen import Transfer, merge_pcaps, write_pcap
+from .pcapgen import ACK, PSH, Conn, Transfer, ethernet, merge_pcaps, write_pcap
 
 TCPLAB = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "tcplab")
 MSS = 1448
@@ -63,6 +63,20 @@ def test_html_report_is_self_contained(sndbuf_pcap, tmp_path):
     assert "<script" not in html and "@import" not in html
     # Time-sequence, throughput, window and RTT figures, inline.
     assert html.count("data:image/png;base64,") == 4
+
+
+def test_html_report_of_a_flow_without_round_trip_samples(tmp_path):
+    # Data one way and no ACK captured (one direction of an asymmetric route): no RTT to plot.
+    c = Conn()
+    frames = [(1000.0 + 0.001 * i, c.send(0, ACK | PSH, 1000)) for i in range(20)]
+    path = tmp_path / "one-way.pcap"
+    write_pcap(path, [(t, ethernet(p)) for t, p in frames])
+    report = tmp_path / "report.html"
+    out = tcplab(path, "-o", report)
+    assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stderr
+    html = report.read_text()
+    assert "Not drawn: flow 0 has no ACK round-trip samples" in html
+    assert html.count("data:image/png;base64,") == 3
 
 
 def test_time_range_and_flow_selection(sndbuf_pcap):

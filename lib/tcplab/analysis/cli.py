@@ -220,7 +220,7 @@ def write_report(result, table, path, *, source: str, language: str = "en") -> N
 
 
 def _figures(table, flow: int) -> list[dict]:
-    """Each figure of :data:`FIGURES` as a base64 PNG."""
+    """Each figure of :data:`FIGURES` as a base64 PNG, or why the flow has nothing to draw for it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -230,7 +230,11 @@ def _figures(table, flow: int) -> list[dict]:
 
     out = []
     for name in FIGURES:
-        fig = getattr(plots, name)(table.packets, flow)
+        try:
+            fig = getattr(plots, name)(table.packets, flow)
+        except ValueError as exc:  # nothing to draw (a flow without RTT samples): say so instead
+            out.append({"name": name, "missing": str(exc)})
+            continue
         buf = io.BytesIO()
         fig.savefig(buf, format="png", bbox_inches="tight")
         plt.close(fig)
