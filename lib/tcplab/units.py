@@ -158,15 +158,20 @@ def format_duration(seconds: float) -> str:
     return f"{seconds * 1e6:.3g} µs"
 
 
+def _scaled(value: float, scales: tuple[tuple[float, str], ...]) -> str | None:
+    """``value`` in the largest unit it reaches once rounded to three significant digits,
+    never in exponent form (1023.9 KB is "1 MB", 1020.4 KB "1020 KB"); None below the smallest."""
+    for scale, unit in scales:
+        rounded = float(f"{value / scale:.3g}")
+        if abs(rounded) >= 1:
+            return f"{rounded:g} {unit}"
+    return None
+
+
 def format_rate(bits_per_second: float) -> str:
-    for scale, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
-        if abs(bits_per_second) >= scale:
-            return f"{bits_per_second / scale:.3g} {unit}"
-    return f"{bits_per_second:.3g} bit/s"
+    scaled = _scaled(bits_per_second, ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")))
+    return scaled or f"{float(f'{bits_per_second:.3g}'):g} bit/s"
 
 
 def format_size(size: float) -> str:
-    for scale, unit in ((1024**3, "GB"), (1024**2, "MB"), (1024, "KB")):
-        if abs(size) >= scale:
-            return f"{size / scale:.3g} {unit}"
-    return f"{int(size)} B"
+    return _scaled(size, ((1024**3, "GB"), (1024**2, "MB"), (1024, "KB"))) or f"{int(size)} B"

@@ -4,7 +4,7 @@ import pytest
 
 from tcplab.lab.link import LinkShape
 from tcplab.lab.path import PathSpec
-from tcplab.units import ParameterError, parse_duration, parse_percent, parse_rate, parse_size
+from tcplab.units import ParameterError, format_rate, format_size, parse_duration, parse_percent, parse_rate, parse_size
 
 
 @pytest.mark.parametrize("text, seconds", [
@@ -29,6 +29,17 @@ def test_mbps_is_refused_as_ambiguous():
 @pytest.mark.parametrize("text, size", [("16KB", 16384), ("22MB", 22 * 1024**2), ("1500", 1500), (8192, 8192)])
 def test_sizes(text, size):
     assert parse_size("size", text) == size
+
+
+@pytest.mark.parametrize("value, text", [(1023.9 * 1024, "1 MB"), (1020.4 * 1024, "1020 KB"), (31.1 * 1024, "31.1 KB"),
+                                         (3 << 20, "3 MB"), (500, "500 B")])
+def test_sizes_are_written_without_exponents(value, text):
+    assert format_size(value) == text
+
+
+@pytest.mark.parametrize("value, text", [(999.7e6, "1 Gbit/s"), (95.6e6, "95.6 Mbit/s"), (563, "563 bit/s")])
+def test_rates_are_written_without_exponents(value, text):
+    assert format_rate(value) == text
 
 
 def test_percent():
