@@ -20,7 +20,7 @@ from tcplab.analysis import read_packets
 from tcplab.analysis.diagnose import LABELS, diagnose, strings
 from tcplab.units import ParameterError
 
-from .pcapgen import Transfer, write_pcap
+from .pcapgen import ACK, PSH, Transfer, write_pcap
 
 
 def run(tmp_path, transfer: Transfer, **kw):
@@ -94,6 +94,57 @@ def test_a_receiver_short_of_memory_is_named_beside_the_zero_window(tmp_path):
     assert d.label == "zero-window"
     assert d.evidence["receiver_prunes"] == 3 and "pruned its receive queue 3 times" in d.summary
     assert "pruned" not in run(tmp_path, tr, context={"receiver_prunes": 0}).summary
+
+
+def test_a_short_zero_window_stall_with_few_packets_is_still_a_zero_window(tmp_path):
+    # One round of data, then the window stays closed for 20 s: three probes, three answers.
+    tr = Transfer()
+    tr.zero_window(3 * 1448, closed_s=20.0, probe_every=5.0)
+    d = run(tmp_path, tr)
+    assert d.metrics.data_packets < 4
+    assert d.label == "zero-window" and d.metrics.zero_window_s == pytest.approx(20.0, abs=0.01)
+
+
+def resent_into_silence(tr: Transfer, tries: int, first_timeout: float = 0.2):
+    """The sender's next segment, then its resends with a doubling timer; nothing comes back."""
+    seq = tr.conn.nxt[0]
+    timeout = first_timeout
+    for k in range(tries + 1):
+        tr._emit(0, flags=ACK | PSH, length=1448, seq=seq, win=tr._raw(64240))
+        tr.t += timeout
+        timeout *= 2
+
+
+def test_a_peer_that_never_answers_is_unresponsive_not_congestion(tmp_path):
+    tr = Transfer()
+    resent_into_silence(tr, tries=5)
+    d = run(tmp_path, tr)
+    m = d.metrics
+    assert d.label == "peer-unresponsive" and d.limits[0][0] == "peer-unresponsive"
+    assert m.unanswered_resends == 5 and m.acked_bytes == 0 and m.goodput_bps == 0
+    assert m.unanswered_s == pytest.approx(0.2 + 0.4 + 0.8 + 1.6 + 3.2, abs=1e-3)
+    assert "resent old data 5 times" in d.summary
+
+
+def test_a_peer_that_goes_silent_for_most_of_the_flow_is_unresponsive(tmp_path):
+    tr = Transfer()
+    tr.rounds([30000] * 10, rwnd=200_000)  # 0.2 s of healthy transfer
+    resent_into_silence(tr, tries=6)       # then 12.6 s of backoff
+    d = run(tmp_path, tr)
+    assert d.label == "peer-unresponsive"
+    assert d.metrics.acked_bytes == 300000 and d.metrics.goodput_bps > 0
+
+
+def test_answered_keepalives_are_not_an_unresponsive_peer(tmp_path):
+    tr = Transfer()
+    tr.rounds([30000] * 10, rwnd=200_000)
+    for _ in range(3):  # an idle connection kept alive: old byte out, ACK back
+        tr.idle(30)
+        tr._emit(0, flags=ACK, length=1, seq=tr.conn.nxt[0] - 1, advance=False, win=tr._raw(64240))
+        tr.t += 0.02
+        tr._emit(1, win=tr._raw(200_000))
+    d = run(tmp_path, tr)
+    assert d.metrics.unanswered_resends == 0 and d.label != "peer-unresponsive"
 
 
 def test_losses_with_fast_retransmissions(tmp_path):

@@ -187,3 +187,17 @@ def test_resends_are_counted_by_sequence_coverage_too(tmp_path):
     tr.zero_window(20 * MSS, closed_s=1.0)
     m = metrics_of(tmp_path, tr.frames)
     assert m.persist_probes > 0 and m.resent_segments == 0
+
+
+def test_idle_time_stays_inside_the_transfer(tmp_path):
+    # A transfer, then a connection left open: 150 s later a keep-alive (one old byte) and its ACK.
+    tr = Transfer(rtt=0.02, mss=MSS)
+    tr.rounds([20 * MSS] * 5)
+    tr.idle(150)
+    tr._emit(0, flags=ACK, length=1, seq=tr.conn.nxt[0] - 1, advance=False, win=tr._raw(64240))
+    tr.t += 0.02
+    tr._emit(1, win=tr._raw(1 << 20))
+    m = metrics_of(tmp_path, tr.frames)
+    assert m.transfer_s == pytest.approx(0.1, abs=0.002)
+    # Only the waits for ACKs between the rounds count; the 150 s after the transfer do not.
+    assert m.idle_s <= m.transfer_s and m.gaps["duration"].max() < 0.03

@@ -464,14 +464,16 @@ def test_no_warning_for_a_complete_file(simple):
 
 
 def test_more_open_connections_than_the_first_flow_table_holds(tmp_path, matches_tshark):
-    # 600 connections open at once: the connection table grows (at 513) while every one of
-    # them is still open, and each must keep its flow afterwards.
-    conns = [Conn(client=("10.0.%d.%d" % (i // 250, i % 250 + 1), 40000 + i)) for i in range(600)]
-    frames = [(T0 + 0.001 * i, c.send(0, SYN, win=64240)) for i, c in enumerate(conns)]
-    frames += [(T0 + 1 + 0.001 * i, c.send(1, SYN | ACK, win=65160)) for i, c in enumerate(conns)]
-    frames += [(T0 + 2 + 0.001 * i, c.send(0, ACK | PSH, 100, win=502)) for i, c in enumerate(conns)]
-    frames += [(T0 + 3 + 0.001 * i, c.send(1, ACK, win=509)) for i, c in enumerate(conns)]
+    # 5,000 connections open at once: the connection table grows several times (first at the
+    # 513th) while every one of them is still open, and each must keep its flow afterwards.
+    n = 5000
+    conns = [Conn(client=("10.0.%d.%d" % (i // 250, i % 250 + 1), 40000 + i % 20000)) for i in range(n)]
+    step = 1e-4
+    frames = [(T0 + step * i, c.send(0, SYN, win=64240)) for i, c in enumerate(conns)]
+    frames += [(T0 + 1 + step * i, c.send(1, SYN | ACK, win=65160)) for i, c in enumerate(conns)]
+    frames += [(T0 + 2 + step * i, c.send(0, ACK | PSH, 100, win=502)) for i, c in enumerate(conns)]
+    frames += [(T0 + 3 + step * i, c.send(1, ACK, win=509)) for i, c in enumerate(conns)]
     table = matches_tshark(write(tmp_path / "many.pcap", frames))
-    assert len(table.flows) == 600
-    assert table.packets["flow"].tolist() == list(range(600)) * 4
+    assert len(table.flows) == n
+    assert table.packets["flow"].tolist() == list(range(n)) * 4
     assert not table.packets["retransmission"].any()

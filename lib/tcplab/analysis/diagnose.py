@@ -31,6 +31,11 @@ telemetry, when given) say, in this order:
 * ``sender-buffer-limited``: bytes in flight plateau while the round trip stays flat.
 
 A receiver window capped at 64 KB without window scaling is ``window-scaling-absent``.
+
+Two verdicts come before the shares, because few packets suffice for them: a sender that
+spends most of the flow resending into a peer that sends nothing back is
+``peer-unresponsive`` (nothing the network's speed or the windows explain), and a closed
+receive window for most of the flow is ``zero-window`` however few packets it took.
 When the largest limit covers less than :data:`MIN_SHARE` of the transfer, or the packets
 are too few, the diagnosis is ``undetermined``: never a guess.
 
@@ -58,7 +63,7 @@ __all__ = ["Diagnosis", "diagnose", "LABELS", "MIN_SHARE", "strings"]
 
 LABELS = ("sender-buffer-limited", "receiver-window-limited", "zero-window", "congestion-loss", "path-bandwidth",
           "application-limited", "nagle-delayed-ack", "window-scaling-absent", "slow-start", "cwnd-limited",
-          "undetermined")
+          "peer-unresponsive", "undetermined")
 #: The dominant limit must explain at least this share of the transfer's round trips.
 MIN_SHARE = 0.5
 #: Fewer data packets than this tell nothing.
@@ -224,6 +229,14 @@ class _Reasoner:
         states = round_states(m).dropna()
         shares = states.value_counts(normalize=True)
         self.evidence.update(rounds=len(states), shares={k: float(v) for k, v in shares.items()})
+        span = max(m.transfer_s, m.duration_s)
+        if m.unanswered_resends >= 2 and span > 0 and m.unanswered_s >= MIN_SHARE * span:
+            silent = m.unanswered_s / span
+            limits = pd.Series({"peer-unresponsive": silent,
+                                **{k: v * (1 - silent) for k, v in shares.items() if v * (1 - silent) > 0}})
+            return self._done("peer-unresponsive", limits, self._peer_unresponsive(span))
+        if m.zero_window_s > 0 and shares.get("zero-window", 0.0) >= MIN_SHARE:
+            return self._done("zero-window", shares, self._zero_window(float(shares["zero-window"])))
         if m.data_packets < MIN_DATA_PACKETS:
             return self._done("undetermined", shares, self._say("undetermined-few", data_packets=m.data_packets))
         best = shares.index[0] if len(shares) else "undetermined"
@@ -392,8 +405,15 @@ class _Reasoner:
         self.evidence.update(zero_window_packets=m.zero_window_packets, zero_window_s=m.zero_window_s,
                              persist_probes=m.persist_probes, window_updates=m.window_updates)
         return self._say("zero-window", zero_window_packets=m.zero_window_packets, zero_window=_dur(m.zero_window_s),
-                         share=_pct(m.zero_window_s / m.transfer_s if m.transfer_s else 0.0),
+                         share=_pct(m.zero_window_s / max(m.transfer_s, m.duration_s) if m.duration_s else 0.0),
                          persist_probes=m.persist_probes, window_updates=m.window_updates) + self._pruned()
+
+    def _peer_unresponsive(self, span: float) -> list[str]:
+        m = self.m
+        self.evidence.update(unanswered_s=m.unanswered_s, unanswered_resends=m.unanswered_resends,
+                             acked_bytes=m.acked_bytes, timeouts=m.timeouts)
+        return self._say("peer-unresponsive", silence=_dur(m.unanswered_s), share=_pct(m.unanswered_s / span),
+                         resends=m.unanswered_resends, acked=_size(m.acked_bytes), payload=_size(m.payload_bytes))
 
     def _congestion_loss(self, share: float) -> list[str]:
         m = self.m
@@ -496,8 +516,9 @@ class _Reasoner:
         m = self.m
         rounds = m.transfer_s / m.rtt_s
         self.evidence.update(transfer_s=m.transfer_s, rounds=rounds, inflight_max_bytes=m.inflight_max_bytes)
-        return self._say("slow-start", transfer=_dur(m.transfer_s), rounds=f"{rounds:.1f}",
-                         inflight_max=_size(m.inflight_max_bytes))
+        # A transfer shorter than a round trip (seen from the receiver) is not "0.0 round trips".
+        shown = f"{rounds:.1f}" if rounds >= 1 else f"{rounds:.2g}"
+        return self._say("slow-start", transfer=_dur(m.transfer_s), rounds=shown, inflight_max=_size(m.inflight_max_bytes))
 
     def _telemetry(self) -> list[str]:
         tel = self.m.telemetry_summary

@@ -98,6 +98,9 @@ class FlowMetrics:
     window_updates: int
     persist_probes: int
     idle_s: float
+    unanswered_s: float  # the sender resending into a silent peer at the end (0: it never did)
+    unanswered_resends: int
+    acked_bytes: int  # payload bytes the receiver acknowledged (as far as the capture shows)
     gap_s_by_reason: dict
     delayed_ack_count: int
     telemetry_summary: dict
@@ -243,7 +246,7 @@ class _Builder:
             self.t0 = self.t1 = float(self.pk["rel_time"].iloc[0])
             self.out.update(duration_s=float(self.pk["rel_time"].iloc[-1] - self.pk["rel_time"].iloc[0]),
                             transfer_s=0.0, payload_bytes=0, reverse_bytes=reverse, goodput_bps=0.0,
-                            data_packets=0)
+                            data_packets=0, unanswered_s=0.0, unanswered_resends=0, acked_bytes=0)
             return
         ends = data["seq"].to_numpy() + data["len"].to_numpy()
         first_seq, last_end = int(data["seq"].min()), int(ends.max())
@@ -252,10 +255,32 @@ class _Builder:
         acked = rcv.loc[rcv["f_ack"] & (rcv["ack"] >= last_end)]
         self.t1 = float(acked["rel_time"].iloc[0]) if len(acked) else float(data["rel_time"].iloc[-1])
         transfer = max(self.t1 - self.t0, 0.0)
+        unanswered_s, resends = self._unanswered(data, ends)
+        acks = self.acks
+        acked = int(min(max(int(acks["ack"].max()) - first_seq, 0), payload)) if len(acks) else 0
+        goodput = 8 * payload / transfer if transfer > 0 else math.nan
+        if resends and not acked:
+            goodput = 0.0  # resent into silence and never acknowledged: nothing is known delivered
         self.out.update(duration_s=float(self.pk["rel_time"].iloc[-1] - self.pk["rel_time"].iloc[0]),
                         transfer_s=transfer, payload_bytes=payload, reverse_bytes=reverse,
-                        goodput_bps=8 * payload / transfer if transfer > 0 else math.nan,
-                        data_packets=len(data))
+                        goodput_bps=goodput, data_packets=len(data), unanswered_s=unanswered_s,
+                        unanswered_resends=resends, acked_bytes=acked)
+
+    def _unanswered(self, data: pd.DataFrame, ends: np.ndarray) -> tuple[float, int]:
+        """How long the sender kept resending after the peer's last packet, and how many
+        segments: (0, 0) unless at least two resends follow that packet and the flow ends on
+        one. A peer that answers keep-alives or zero-window probes is not silent."""
+        probe = (data["keep_alive"] | data["zero_window_probe"]).to_numpy()
+        highest_before = np.concatenate([[-np.inf], np.maximum.accumulate(ends)[:-1]])
+        old = (ends <= highest_before) & ~probe
+        times = data["rel_time"].to_numpy()
+        since = float(self.rcv["rel_time"].iloc[-1]) if len(self.rcv) else -math.inf
+        after = (times > since) & ~probe
+        resends = int((after & old).sum())
+        last = np.flatnonzero(~probe)
+        if resends < 2 or not len(last) or not old[last[-1]]:
+            return 0.0, 0
+        return float(times[last[-1]] - max(since, times[0])), resends
 
     # --- loss recovery ---------------------------------------------------------------------------
     def _recoveries(self) -> None:
@@ -432,7 +457,9 @@ class _Builder:
     # --- idle gaps -------------------------------------------------------------------------------------
     def _gaps(self) -> None:
         """Silences of the sender while data remains, each with the reason the packets suggest."""
-        d = self.data
+        # Within the transfer only: data sent after every byte was acknowledged (keep-alives
+        # of a connection left open, spurious resends) is not part of it, nor the wait before.
+        d = self.data.loc[self.data["rel_time"] <= self.t1]
         rtt = self.out["rtt_s"]
         threshold = max(rtt / 2 if math.isfinite(rtt) else 0.0, MIN_GAP_S)
         t = d["rel_time"].to_numpy()
