@@ -90,7 +90,9 @@ def test_the_first_packet_waits_no_longer_than_the_rest(root):
         out = path.client.run(["ping", "-c", "3", "-i", "0.2", path.server.address]).stdout
         states = path.router.run(["ip", "neigh", "show"]).stdout
     first = float(re.search(r"time=([\d.]+) ms", out).group(1))
-    assert 19.9 <= first <= 21.5, out
+    # An ARP exchange through netem would add at least one one-way delay (10 ms); 5 ms of
+    # room is for a busy host, which may deliver any packet a little late.
+    assert 19.9 <= first <= 25.0, out
     assert states.count("PERMANENT") == 2, states
 
 
@@ -128,7 +130,11 @@ def test_jitter_spreads_round_trips(root):
         result = fidelity.tcp_rtt(path, count=40)
     spread = max(result.samples) - min(result.samples)
     assert spread >= 0.003
-    assert 0.011 <= min(result.samples) and max(result.samples) <= 0.0315
+    # netem never releases a packet early, so the floor (20 - 2 x 4 ms) is hard; a busy host
+    # may deliver any one packet late, so the ceiling (20 + 2 x 4 ms, plus 3.5 ms) holds for
+    # nine samples in ten, not for the slowest one.
+    p90 = sorted(result.samples)[int(0.9 * len(result.samples)) - 1]
+    assert 0.011 <= min(result.samples) and p90 <= 0.0315, result.samples
 
 
 def test_namespace_sysctls_and_route_options_are_applied(root):
