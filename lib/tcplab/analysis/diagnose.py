@@ -229,12 +229,13 @@ class _Reasoner:
         states = round_states(m).dropna()
         shares = states.value_counts(normalize=True)
         self.evidence.update(rounds=len(states), shares={k: float(v) for k, v in shares.items()})
-        span = max(m.transfer_s, m.duration_s)
-        if m.unanswered_resends >= 2 and span > 0 and m.unanswered_s >= MIN_SHARE * span:
-            silent = m.unanswered_s / span
+        # Shares of the flow (first to last packet, which holds the transfer), not of the
+        # transfer: a silent peer or a closed window may outlast the last acknowledged byte.
+        if m.unanswered_resends >= 2 and m.duration_s > 0 and m.unanswered_s >= MIN_SHARE * m.duration_s:
+            silent = m.unanswered_s / m.duration_s
             limits = pd.Series({"peer-unresponsive": silent,
                                 **{k: v * (1 - silent) for k, v in shares.items() if v * (1 - silent) > 0}})
-            return self._done("peer-unresponsive", limits, self._peer_unresponsive(span))
+            return self._done("peer-unresponsive", limits, self._peer_unresponsive())
         if m.zero_window_s > 0 and shares.get("zero-window", 0.0) >= MIN_SHARE:
             return self._done("zero-window", shares, self._zero_window(float(shares["zero-window"])))
         if m.data_packets < MIN_DATA_PACKETS:
@@ -405,14 +406,14 @@ class _Reasoner:
         self.evidence.update(zero_window_packets=m.zero_window_packets, zero_window_s=m.zero_window_s,
                              persist_probes=m.persist_probes, window_updates=m.window_updates)
         return self._say("zero-window", zero_window_packets=m.zero_window_packets, zero_window=_dur(m.zero_window_s),
-                         share=_pct(m.zero_window_s / max(m.transfer_s, m.duration_s) if m.duration_s else 0.0),
+                         share=_pct(m.zero_window_s / m.duration_s if m.duration_s else 0.0),
                          persist_probes=m.persist_probes, window_updates=m.window_updates) + self._pruned()
 
-    def _peer_unresponsive(self, span: float) -> list[str]:
+    def _peer_unresponsive(self) -> list[str]:
         m = self.m
         self.evidence.update(unanswered_s=m.unanswered_s, unanswered_resends=m.unanswered_resends,
                              acked_bytes=m.acked_bytes, timeouts=m.timeouts)
-        return self._say("peer-unresponsive", silence=_dur(m.unanswered_s), share=_pct(m.unanswered_s / span),
+        return self._say("peer-unresponsive", silence=_dur(m.unanswered_s), share=_pct(m.unanswered_s / m.duration_s),
                          resends=m.unanswered_resends, acked=_size(m.acked_bytes), payload=_size(m.payload_bytes))
 
     def _congestion_loss(self, share: float) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -255,7 +256,7 @@ class _Builder:
         acked = rcv.loc[rcv["f_ack"] & (rcv["ack"] >= last_end)]
         self.t1 = float(acked["rel_time"].iloc[0]) if len(acked) else float(data["rel_time"].iloc[-1])
         transfer = max(self.t1 - self.t0, 0.0)
-        unanswered_s, resends = self._unanswered(data, ends)
+        unanswered_s, resends = self._unanswered(data)
         acks = self.acks
         acked = int(min(max(int(acks["ack"].max()) - first_seq, 0), payload)) if len(acks) else 0
         goodput = 8 * payload / transfer if transfer > 0 else math.nan
@@ -266,13 +267,25 @@ class _Builder:
                         goodput_bps=goodput, data_packets=len(data), unanswered_s=unanswered_s,
                         unanswered_resends=resends, acked_bytes=acked)
 
-    def _unanswered(self, data: pd.DataFrame, ends: np.ndarray) -> tuple[float, int]:
+    @cached_property
+    def probes(self) -> np.ndarray:
+        """Data segments that carry old bytes on purpose: keep-alives and zero-window probes."""
+        return (self.data["keep_alive"] | self.data["zero_window_probe"]).to_numpy()
+
+    @cached_property
+    def resends(self) -> np.ndarray:
+        """Data segments resent, by sequence coverage: no byte beyond the highest one sent
+        before (Wireshark calls a resend "out-of-order" when the receiver's window changed
+        while it sent duplicate ACKs, so its count runs short under loss; this does not)."""
+        ends = (self.data["seq"] + self.data["len"]).to_numpy()
+        highest_before = np.concatenate([[-np.inf], np.maximum.accumulate(ends)[:-1]]) if len(ends) else ends
+        return (ends <= highest_before) & ~self.probes
+
+    def _unanswered(self, data: pd.DataFrame) -> tuple[float, int]:
         """How long the sender kept resending after the peer's last packet, and how many
         segments: (0, 0) unless at least two resends follow that packet and the flow ends on
         one. A peer that answers keep-alives or zero-window probes is not silent."""
-        probe = (data["keep_alive"] | data["zero_window_probe"]).to_numpy()
-        highest_before = np.concatenate([[-np.inf], np.maximum.accumulate(ends)[:-1]])
-        old = (ends <= highest_before) & ~probe
+        probe, old = self.probes, self.resends
         times = data["rel_time"].to_numpy()
         since = float(self.rcv["rel_time"].iloc[-1]) if len(self.rcv) else -math.inf
         after = (times > since) & ~probe
@@ -409,12 +422,7 @@ class _Builder:
         d, r = self.data, self.rcv
         retx = d.loc[d["retransmission"]]
         payload = self.out["payload_bytes"]
-        # Wireshark calls a resend "out-of-order" when the receiver's window changed while it
-        # sent duplicate ACKs (they are then window updates, not duplicates), so its count
-        # runs short under loss; sequence coverage does not. Probes carry old bytes on purpose.
-        ends = (d["seq"] + d["len"]).to_numpy()
-        highest_before = np.concatenate([[-np.inf], np.maximum.accumulate(ends)[:-1]]) if len(ends) else ends
-        again = d.loc[(ends <= highest_before) & ~(d["keep_alive"] | d["zero_window_probe"]).to_numpy()]
+        again = d.loc[self.resends]
         self.out.update(
             resent=pd.DataFrame({"time": again["rel_time"].to_numpy(), "seq": again["seq"].to_numpy(),
                                  "len": again["len"].to_numpy()}),
