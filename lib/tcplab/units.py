@@ -169,8 +169,8 @@ def _scaled(value: float, scales: tuple[tuple[float, str], ...]) -> str | None:
 
 
 def format_rate(bits_per_second: float) -> str:
-    scaled = _scaled(bits_per_second, ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")))
-    return scaled or f"{float(f'{bits_per_second:.3g}'):g} bit/s"
+    scaled = _scaled(bits_per_second, ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s"), (1, "bit/s")))
+    return scaled or f"{bits_per_second:.3g} bit/s"
 
 
 def format_size(size: float) -> str:

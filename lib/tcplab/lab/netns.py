@@ -151,17 +151,16 @@ _iptables_that_works: list[str] = []
 def iptables(name: str, args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess:
     """``iptables -w args`` in namespace ``name``, with the front end this kernel accepts
     (found at the first rule added, then kept, so a rule is deleted by the one that added it)."""
-    tried = _iptables_that_works or list(IPTABLES)
-    for i, binary in enumerate(tried):
+    for binary in _iptables_that_works or IPTABLES:
         done = run(name, [binary, "-w", *args], check=False)
-        last = i == len(tried) - 1
-        if done.returncode == 0 or last or "not supported" not in done.stderr.lower():
-            if done.returncode == 0 and not _iptables_that_works:
-                _iptables_that_works.append(binary)
-            if check and done.returncode != 0:
-                raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
-            return done
-    raise AssertionError("unreachable")
+        if done.returncode == 0:
+            _iptables_that_works[:] = [binary]
+            break
+        if "not supported" not in done.stderr.lower():
+            break  # a real error (a rule that is not there, say), not the wrong front end
+    if check and done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+    return done
 
 
 def outside_event_loop(fn: Callable[..., T]) -> Callable[..., T]:
