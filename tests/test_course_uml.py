@@ -14,10 +14,9 @@ from tcplab.lab import uml
 
 #: The cases whose checks held in UML on a quiet machine and with two nice-19 loops beside it.
 #: 06 and 07 pass on a quiet machine only (under load one UML process carrying the whole path
-#: loses its rate: cubic at 1 % resent 7.7 %, scaling-on reached 79.5 of an 81.3 Mbit/s floor);
-#: 10 fails on curl's --limit-rate, which does not throttle in this kernel (README).
+#: loses its rate: cubic at 1 % resent 7.7 %, scaling-on reached 79.5 of an 81.3 Mbit/s floor).
 UML_CASES = ("00-path-check", "01-send-buffer", "02-receive-buffer", "03-bdp-sweep", "04-nagle-delayed-ack",
-             "05-zero-window", "08-slow-start", "09-tcp-mem", "11-reading-ss")
+             "05-zero-window", "08-slow-start", "09-tcp-mem", "10-rate-limiting", "11-reading-ss")
 REPORT_TIMEOUT_S = 40 * 60
 
 

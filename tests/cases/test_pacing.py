@@ -53,3 +53,20 @@ def test_one_burst_is_bursty():
     assert shape["peak_over_app"] > 10 and shape["busy_share"] < 0.05
     table = pacing.summary([trial])
     assert table.loc["burst", "zero windows"] == 1 and table.loc["burst", "Recv-Q peak B"] == 100000
+
+
+def test_last_backlog_is_what_waits_once_the_last_byte_arrived():
+    # A reader drains 300 KB chunks; 90 KB are still unread when the transfer's last byte lands,
+    # after a larger backlog earlier on (the peak is not the last backlog).
+    telemetry = pd.DataFrame({"side": "client", "state": "ESTAB", "time": np.arange(6) * 0.5,
+                              "bytes_received": [0, 400e3, 400e3, 700e3, 790e3, 790e3],
+                              "recv_q": [0, 400e3, 100e3, 400e3, 90e3, 90e3]})
+    trial = FakeTrial("curl", _packets([0.0], 1448, [65536]), 1e6, 3.0, telemetry)
+    assert pacing.last_backlog(trial) == 90e3
+    assert pacing.recv_queue_peak(trial) == 400e3
+
+
+def test_last_backlog_without_byte_counts_is_unknown():
+    trial = FakeTrial("old", _packets([0.0], 1448, [65536]), 1e6, 3.0,
+                      _telemetry([0, 512]).assign(bytes_received=np.nan))
+    assert np.isnan(pacing.last_backlog(trial))

@@ -14,7 +14,7 @@ import pandas as pd
 from .. import plots
 from ..observe.ss import socket_rows
 
-__all__ = ["wire_rate", "shape", "receiver_window", "data_segments", "recv_queue_peak", "summary"]
+__all__ = ["wire_rate", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "summary"]
 
 
 def wire_rate(trial: Any, bin_s: float = 0.1) -> pd.Series:
@@ -60,6 +60,17 @@ def recv_queue_peak(trial: Any, side: str = "client") -> float:
     tel = trial.telemetry
     rows = socket_rows(tel, side, ("ESTAB", "CLOSE-WAIT"))
     return float(rows["recv_q"].max()) if len(rows) else float("nan")
+
+
+def last_backlog(trial: Any, side: str = "client") -> float:
+    """Unread bytes (``ss`` Recv-Q) waiting in the receiving socket once the last byte had
+    arrived: a reader that sleeps *after* each read (curl's throttle) reads them at once and
+    never pays them back, because the transfer ends with that read."""
+    rows = socket_rows(trial.telemetry, side, ("ESTAB", "CLOSE-WAIT"))
+    if not len(rows) or rows["bytes_received"].isna().all():
+        return float("nan")
+    complete = rows[rows["bytes_received"] == rows["bytes_received"].max()]
+    return float(complete["recv_q"].max())
 
 
 def summary(trials: list[Any], *, bin_s: float = 0.1) -> pd.DataFrame:
