@@ -70,3 +70,15 @@ def test_last_backlog_without_byte_counts_is_unknown():
     trial = FakeTrial("old", _packets([0.0], 1448, [65536]), 1e6, 3.0,
                       _telemetry([0, 512]).assign(bytes_received=np.nan))
     assert np.isnan(pacing.last_backlog(trial))
+
+
+def test_read_progress_and_throttled_reads_follow_the_socket():
+    telemetry = pd.DataFrame({"side": "client", "state": "ESTAB", "time": 100 + np.arange(4) * 0.5,
+                              "bytes_received": [np.nan, 400e3, 700e3, 800e3], "recv_q": [0, 300e3, 400e3, 100e3]})
+    trial = FakeTrial("curl", _packets([0.0], 1448, [65536]), 8 * 200e3, 3.5, telemetry)
+    trial.kernel_name = "6.1.176 (UML)"
+    progress = pacing.read_progress(trial)
+    assert progress["t"].tolist() == [0.0, 0.5, 1.0] and progress["read"].tolist() == [100e3, 300e3, 700e3]
+    row = pacing.throttled_reads([trial], 800_000, 200e3).loc["6.1.176 (UML)"]
+    assert row["last backlog B"] == 100e3 and row["reading s (predicted)"] == pytest.approx(3.5)
+    assert row["average / limit"] == pytest.approx(1.0) and row["Recv-Q peak B"] == 400e3

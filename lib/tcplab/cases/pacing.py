@@ -14,7 +14,8 @@ import pandas as pd
 from .. import plots
 from ..observe.ss import socket_rows
 
-__all__ = ["wire_rate", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "summary"]
+__all__ = ["wire_rate", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
+           "throttled_reads", "summary"]
 
 
 def wire_rate(trial: Any, bin_s: float = 0.1) -> pd.Series:
@@ -71,6 +72,27 @@ def last_backlog(trial: Any, side: str = "client") -> float:
         return float("nan")
     complete = rows[rows["bytes_received"] == rows["bytes_received"].max()]
     return float(complete["recv_q"].max())
+
+
+def read_progress(trial: Any, side: str = "client") -> pd.DataFrame:
+    """The receiving socket over time, from ``ss``: ``t`` (s from the first sample), bytes
+    ``received`` by the kernel, ``unread`` (Recv-Q) and ``read`` by the application."""
+    rows = socket_rows(trial.telemetry, side, ("ESTAB", "CLOSE-WAIT")).dropna(subset=["bytes_received"])
+    return pd.DataFrame({"t": rows["time"] - rows["time"].min(), "received": rows["bytes_received"],
+                         "unread": rows["recv_q"], "read": rows["bytes_received"] - rows["recv_q"]}).reset_index(drop=True)
+
+
+def throttled_reads(trials: list[Any], file_bytes: int, limit_Bps: float) -> pd.DataFrame:
+    """One row per run of a reader that sleeps after each read (curl's ``--limit-rate``):
+    the most it left unread, the backlog it read last (never slept for), its average against
+    the limit, and its reading time against (file − last backlog) / limit."""
+    rows = []
+    for t in trials:
+        backlog = last_backlog(t)
+        rows.append({"kernel": t.kernel_name, "Recv-Q peak B": recv_queue_peak(t), "last backlog B": backlog,
+                     "average / limit": t.goodput_bps / 8 / limit_Bps,
+                     "reading s (predicted)": (file_bytes - backlog) / limit_Bps, "reading s": t.duration_s})
+    return pd.DataFrame(rows).set_index("kernel")
 
 
 def summary(trials: list[Any], *, bin_s: float = 0.1) -> pd.DataFrame:
