@@ -44,8 +44,15 @@ def main() -> int:
     parser.add_argument("--profiles", default="quick", help="quick, full or quick,full (default: quick)")
     parser.add_argument("--cases", default="all")
     parser.add_argument("--kernel", default="auto", choices=("host", "uml", "auto"),
-                        help="lab kernel; uml keeps its results apart, in course-uml.json")
+                        help="lab kernel; a named one keeps its results apart, in course-host.json or "
+                             "course-uml.json, so the two can be compared case by case")
     args = parser.parse_args()
+    if args.kernel == "uml":
+        from tcplab.lab import uml
+
+        if uml.find_install() is None:
+            print("no UML kernel installed: " + uml.missing_message())
+            return 0
     rows, walls = [], {}
     for profile in args.profiles.split(","):
         profile_rows, walls[profile] = run_course(profile, args.cases, args.kernel)
@@ -58,7 +65,7 @@ def main() -> int:
     goals = {"quick_case_goal_s": QUICK_CASE_GOAL_S, "quick_total_goal_s": QUICK_TOTAL_GOAL_S,
              "quick_slowest_case_s": max((r["execution_s"] or 0 for r in quick), default=None),
              "wall_s": walls}
-    print(f"saved {save('course-uml' if args.kernel == 'uml' else 'course', rows, **goals)}")
+    print(f"saved {save('course' if args.kernel == 'auto' else f'course-{args.kernel}', rows, **goals)}")
     return 0 if all(r["status"] == "passed" for r in rows) else 1
 
 

@@ -8,21 +8,25 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-#: Order: the path first (everything rests on it), then capture, the pcap engine, reports.
-ORDER = ["bench_fidelity.py", "bench_uml.py", "bench_capture.py", "bench_pcap.py", "bench_report.py", "bench_course.py"]
+#: Order: the path first (everything rests on it), then capture, the pcap engine, reports, and
+#: the course's wall time per case on each lab kernel (course-host.json beside course-uml.json).
+ORDER = [("bench_fidelity.py",), ("bench_uml.py",), ("bench_capture.py",), ("bench_pcap.py",), ("bench_report.py",),
+         ("bench_course.py", "--kernel", "host"), ("bench_course.py", "--kernel", "uml")]
 
 
 def main() -> int:
-    scripts = [HERE / name for name in ORDER if (HERE / name).exists()]
-    scripts += sorted(p for p in HERE.glob("bench_*.py") if p.name not in ORDER)
+    runs = [(HERE / name, *args) for name, *args in ORDER if (HERE / name).exists()]
+    named = {name for name, *_ in ORDER}
+    runs += [(p,) for p in sorted(HERE.glob("bench_*.py")) if p.name not in named]
     failed = []
-    for script in scripts:
-        print(f"\n=== {script.name} ===", flush=True)
+    for script, *args in runs:
+        title = " ".join([script.name, *args])
+        print(f"\n=== {title} ===", flush=True)
         start = time.monotonic()
-        code = subprocess.run([sys.executable, str(script)], cwd=HERE).returncode
-        print(f"--- {script.name}: {'ok' if code == 0 else f'exit {code}'} in {time.monotonic() - start:.0f} s")
+        code = subprocess.run([sys.executable, str(script), *args], cwd=HERE).returncode
+        print(f"--- {title}: {'ok' if code == 0 else f'exit {code}'} in {time.monotonic() - start:.0f} s")
         if code:
-            failed.append(script.name)
+            failed.append(title)
     print(f"\nresults in {HERE / 'results'}" + (f"; failed: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
 
