@@ -16,6 +16,7 @@ from tcplab.units import ParameterError
 from tcplab.lab import Path, fidelity, netns, sysctl
 from tcplab.lab.cleanup import cleanup
 from tcplab.lab.link import netem_available
+from tcplab.observe import health
 
 pytestmark = pytest.mark.kernel
 
@@ -101,8 +102,15 @@ def test_delay_line_runs_in_any_kernel(root):
     kernel it needs the iptables front end that kernel accepts (the legacy one)."""
     with Path(rtt="10ms", backend="delayline") as path:
         assert path.backend == "delayline"
+        before = path.emulation_snapshot()
         result = fidelity.tcp_rtt(path, count=20)
+        after = path.emulation_snapshot()
     assert 0.0099 <= result.minimum and result.median <= 0.0125
+    # A snapshot between two moments counts the packets released in between, and how late.
+    assert set(before) == set(after) and len(after) == 2, (before, after)
+    for queue in after:
+        late = health.late_quantiles(before[queue], after[queue])
+        assert late["count"] >= 20 and 0 <= late["late_p50_s"] <= late["late_p99_s"] <= late["late_worst_s"], late
     assert len(path.link_stats) == 2, path.link_stats  # the delay line's own counters, each way
     assert all(q["received"] > 0 and "late_max_s" in q for q in path.link_stats.values()), path.link_stats
 

@@ -19,9 +19,7 @@ we never need the payload, so none is copied to userspace).
 from __future__ import annotations
 
 import argparse
-import ctypes
 import heapq
-import json
 import os
 import random
 import select
@@ -31,20 +29,12 @@ import sys
 import time
 from collections import deque
 
-PR_SET_PDEATHSIG = 1
-PR_SET_TIMERSLACK = 29
+from .lateness import Lateness, Snapshots, prepare_helper, write_stats
+
 SO_TIMESTAMP = 29  # asm-generic/socket.h; Python does not export it
 #: How much earlier than due a packet may leave: below the scheduler's noise, and it lets
 #: one wake-up release a burst of packets that are due within a few microseconds.
 EARLY_OK = 20e-6
-
-
-def _prctl_setup() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    # If the experiment runner is killed with -9, this process must not outlive it.
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    # The default 50 µs timer slack would add straight to every packet's delay.
-    libc.prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
 
 
 class Line:
@@ -62,8 +52,7 @@ class Line:
         self.dropped = 0
         self.released = 0
         self.max_held = 0
-        self.late_sum = 0.0
-        self.late_max = 0.0
+        self.late = Lateness()
 
     def arrive(self, pkt) -> None:
         now = time.monotonic()
@@ -108,18 +97,13 @@ class Line:
 
     def _release(self, pkt, late: float) -> None:
         pkt.accept()
-        late = max(late - EARLY_OK, 0.0)
         self.released += 1
-        self.late_sum += late
-        if late > self.late_max:
-            self.late_max = late
+        self.late.add(max(late - EARLY_OK, 0.0))
 
     def stats(self) -> dict:
         return {
             "received": self.received, "kernel_stamped": self.stamped, "released": self.released, "dropped": self.dropped,
-            "held_at_exit": len(self.fifo) + len(self.heap), "max_held": self.max_held,
-            "late_mean_s": self.late_sum / self.released if self.released else 0.0,
-            "late_max_s": self.late_max,
+            "held_at_exit": len(self.fifo) + len(self.heap), "max_held": self.max_held, **self.late.to_dict(),
         }
 
 
@@ -133,16 +117,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-held", type=int, default=200_000,
                         help="packets the kernel may hold for us (NFQUEUE max_len)")
     parser.add_argument("--ready-file", help="created once the queue is bound")
-    parser.add_argument("--stats-file", help="JSON counters written at exit")
+    parser.add_argument("--stats-file", help="JSON counters written at exit, and on SIGUSR1 (a snapshot)")
     args = parser.parse_args(argv)
 
     from netfilterqueue import COPY_META, NetfilterQueue
 
-    _prctl_setup()
+    prepare_helper()
     line = Line(args.delay, args.jitter, args.loss, args.seed)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
+    snapshots = Snapshots()
 
     # Any socket asking for receive timestamps makes the kernel stamp every packet on
     # arrival (a machine-wide switch); we need those stamps for the packets we delay.
@@ -159,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         open(args.ready_file, "w").close()
     cpu0 = time.process_time()
     t0 = time.monotonic()
+
+    def stats() -> dict:
+        return {**line.stats(), "cpu_s": time.process_time() - cpu0, "wall_s": time.monotonic() - t0,
+                "snapshot": snapshots.taken}
+
     # Wake-ups come late by a fairly steady amount (scheduler, Python): aim that much early.
     lead = 0.0
     try:
@@ -166,24 +156,20 @@ def main(argv: list[str] | None = None) -> int:
             due = line.next_due()
             timeout = 0.5 if due is None else max(0.0, due - lead - time.monotonic())
             try:
-                readable, _, _ = select.select([fd], [], [], timeout)
+                readable, _, _ = select.select([fd, snapshots], [], [], timeout)
             except InterruptedError:
                 continue
             if due is not None and not readable:
                 woke_late = time.monotonic() - (due - lead)
                 lead = min(max(lead + 0.05 * (woke_late - lead), 0.0), 0.002)
-            if readable:
+            if fd in readable:
                 nfq.run(block=False)
             line.release_due()
+            if snapshots.wanted():
+                write_stats(args.stats_file, stats())
     finally:
-        stats = line.stats()
-        stats["cpu_s"] = time.process_time() - cpu0
-        stats["wall_s"] = time.monotonic() - t0
-        if args.stats_file:
-            tmp = args.stats_file + ".tmp"
-            with open(tmp, "w") as fh:
-                json.dump(stats, fh)
-            os.replace(tmp, args.stats_file)
+        write_stats(args.stats_file, stats())
+        snapshots.close()
         nfq.unbind()
         stamper.close()
     return 0

@@ -19,7 +19,6 @@ import dataclasses
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import shutil
@@ -32,7 +31,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from ..params import Params, param
 from ..units import ParameterError, format_duration, format_size, parse_size
-from . import netns, state
+from . import lateness, netns, state
 
 BACKENDS = ("auto", "netem", "delayline")
 
@@ -258,17 +257,15 @@ class DelayLine:
     def stop(self) -> dict[str, Any]:
         rule = self.rule
         netns.iptables(self.router_ns, [rule[0], rule[1], "-D", *rule[2:]], check=False)
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        lateness.stop_helper(self.proc)
         self.proc = None
         if self.stats_file.exists():
             self.stats = json.loads(self.stats_file.read_text())
         return self.stats
+
+    def snapshot(self) -> dict[str, Any]:
+        """Its counters now (see :func:`lateness.request_snapshot`)."""
+        return lateness.request_snapshot(self.proc, self.stats_file)
 
 
 class LinkEmulator:
@@ -301,6 +298,11 @@ class LinkEmulator:
                              seed=self.seed + queue_num, workdir=self._workdir)
             self.delay_lines.append(line)
             line.start()
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """Each delay line's counters now, by direction (``queueN``); {} with netem, which keeps
+        no record of how late it released packets."""
+        return {f"queue{line.queue_num}": line.snapshot() for line in self.delay_lines}
 
     def stop(self) -> dict[str, Any]:
         stats = {}

@@ -226,6 +226,13 @@ def parse_tcp_metrics_line(line: str) -> dict[str, str]:
     return entry
 
 
+def _emulation_snapshot_of(path_id: str) -> dict[str, dict[str, Any]]:
+    """Inside the UML kernel: the live path's emulation counters (see :meth:`Path.emulation_snapshot`)."""
+    from . import uml_agent
+
+    return uml_agent.live_path(path_id).emulation_snapshot()
+
+
 class Path:
     """A live client–router–server path. Use as a context manager."""
 
@@ -288,6 +295,13 @@ class Path:
     def release(self) -> str:
         """The release of the kernel the path lives in."""
         return self.remote.release if self.remote is not None else platform.release()
+
+    def emulation_snapshot(self) -> dict[str, dict[str, Any]]:
+        """The link emulation's own counters now, by direction, where it keeps any (the delay
+        line: packets released and how late)."""
+        if self.remote is not None:
+            return self.remote.call(_emulation_snapshot_of, self.id)
+        return self._emulator.snapshot() if self._emulator is not None else {}
 
     def _start_in_uml(self) -> "Path":
         """Build the path inside the process's UML kernel (booted on first use); this object
