@@ -43,6 +43,12 @@ def test_slow_reader_shows_zero_window_and_a_full_receive_queue(root, tmp_path):
     # nstat counters the run moved: the reader's TCP announced the closed window and its reopening.
     assert run.counters["client"]["TcpExtTCPToZeroWindowAdv"] >= 1
     assert run.counters["client"]["TcpExtTCPFromZeroWindowAdv"] >= 1
+    # How much the machine disturbed the run, read in the lab's kernel around the transfer.
+    health = run.observe["health"]
+    assert health["wall_s"] >= 0.5 and isinstance(health["disturbed"], list)
+    if env["backend"] == "delayline":  # both directions' delay lines, this run's packets only
+        lines = health["delay_line"]
+        assert len(lines) == 2 and all(q["count"] > 100 and q["late_p50_s"] <= q["late_p99_s"] for q in lines.values())
 
 
 @pytest.mark.kernel

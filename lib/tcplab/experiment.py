@@ -20,12 +20,14 @@ import contextlib
 import json
 import os
 import sys
+import time
 import traceback
 from typing import Any, Mapping, Sequence
 
 from .lab import Path, PathSpec
 from .observe import Capture, ObserveSpec, SsSampler, Tracepoints, points_for
 from .observe.counters import counter_delta, counters_in
+from .observe.health import RunHealth, group_run_delay, judged, wait_share
 from .runs import FAILED, Run, RunWriter, environment, find_run, key_of
 from .units import ParameterError, format_duration, format_rate, format_size
 
@@ -92,9 +94,16 @@ class Experiment:
             return earlier
         if getattr(self.path, "remote", None) is not None:
             # The path lives in a UML kernel: the whole run happens there, its record lands in
-            # the same folder (the host's filesystem is that kernel's root) and is read back here.
-            run_dir, error = self.path.remote.call(_run_here, self)
+            # the same folder (the host's filesystem is that kernel's root) and is read back here,
+            # with how long that kernel waited for a host CPU meanwhile (read here, on the host).
+            kernel = self.path.remote
+            pgid = kernel.host_pgid
+            waits, start = (group_run_delay(pgid) if pgid else {}), time.monotonic()
+            run_dir, error = kernel.call(_run_here, self)
+            share = wait_share(waits, group_run_delay(pgid), time.monotonic() - start) if pgid else None
             run = Run.load(run_dir)
+            if share is not None and "health" in run.observe:
+                run.amend_observe("health", judged(run.observe["health"], uml_cpu_wait_share=share))
             if error is not None:
                 raise ExperimentFailed(error, run)
             return run
@@ -152,6 +161,7 @@ class Experiment:
             if spec.telemetry:
                 hosts = {h.name: h.ns for h in (self.path.client, self.path.server)}
                 observed["ss"] = stack.enter_context(SsSampler(hosts, port, spec.interval))
+            observed["health"] = stack.enter_context(RunHealth(self.path))  # read again once the workload stopped
             running = self.workload.launch(self.path, writer.logdir)
             stack.callback(running.stop)
             try:
@@ -179,6 +189,8 @@ class Experiment:
         if (tracer := observed.get("trace")) is not None:
             writer.write_table("trace.parquet", tracer.frame())
             writer.observe["trace"] = tracer.summary()
+        if (health := observed.get("health")) is not None:
+            writer.observe["health"] = health.summary()
 
 
 def _run_here(experiment: Experiment) -> tuple[str, str | None]:
@@ -258,6 +270,7 @@ def summary(run: Run) -> dict[str, Any]:
                     for side, s in sockets.items()},
         "backend": run.environment.get("backend"),
         "cc": {side: s.get("cc") for side, s in sockets.items()} or run.environment.get("cc"),
+        "disturbed": (run.observe.get("health") or {}).get("disturbed", []),
     }
 
 
@@ -270,8 +283,9 @@ def _summary_line(facts: Mapping[str, Any]) -> str:
     buffers = ", ".join(f"{side} sndbuf {size(s.get('sndbuf'))} rcvbuf {size(s.get('rcvbuf'))}"
                         for side, s in facts["sockets"].items())
     cc = ", ".join(f"{side} {cc}" for side, cc in (facts["cc"] or {}).items())
+    machine = "; machine disturbed the run: " + "; ".join(facts["disturbed"]) if facts["disturbed"] else ""
     return (f"{facts['status']}: goodput {goodput} in {duration}; {buffers}; backend {facts['backend']}; "
-            f"cc {cc}; {facts['run_dir']}")
+            f"cc {cc}{machine}; {facts['run_dir']}")
 
 
 def main_run(argv: Sequence[str]) -> int:

@@ -195,6 +195,12 @@ class Run:
         """What the observers reported: capture stats, telemetry and trace summaries."""
         return self.meta.get("observe", {})
 
+    def amend_observe(self, name: str, value: Any) -> None:
+        """Add what was observed from outside the process that wrote the run (a UML kernel's
+        wait for a host CPU, read on the host), once the run is finished."""
+        self.meta.setdefault("observe", {})[name] = value
+        _write_json(self.dir / RUN_JSON, self.meta)
+
     @cached_property
     def app(self):
         """The workload's AppResult (a dict if the traffic package is not importable)."""

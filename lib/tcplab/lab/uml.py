@@ -267,6 +267,12 @@ class UmlKernel:
     def release(self) -> str:
         return self.info.get("release", "?")
 
+    @property
+    def host_pgid(self) -> int | None:
+        """The host process group of this kernel's processes (the kernel, its helpers, one per
+        address space inside)."""
+        return self._record.pgid() if self._record is not None else None
+
     def __enter__(self) -> "UmlKernel":
         return self.start()
 
