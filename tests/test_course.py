@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from tcplab import course
 import nbformat
 
+from tcplab.course import EXIT_BUSY
 from tcplab.lab.link import netem_available
 from tcplab.units import ParameterError
 
@@ -69,6 +71,24 @@ def read_summary(reports: Path) -> tuple[dict, dict]:
     return summary, failed
 
 
+def assert_live_course_held(result: subprocess.CompletedProcess, reports: Path) -> dict:
+    """A live course run: every case passed, or the machine was too busy to judge it (status
+    "busy", exit 4: its runs stayed disturbed after reruns, and the page says which and why).
+    That verdict is honest, not a pass: it is reported as a warning, and a run where most
+    cases were too busy to judge fails, since it tested nothing."""
+    summary = json.loads((reports / "summary.json").read_text())
+    busy = {c["case_id"]: c["machine"]["disturbed"] for c in summary["cases"] if c["status"] == "busy"}
+    failed = {c["case_id"]: c["error"] or [x["name"] for x in c["checks"] if not x["passed"]]
+              for c in summary["cases"] if c["status"] not in ("passed", "busy")}
+    assert not failed and result.returncode == (EXIT_BUSY if busy else 0), (
+        failed, result.returncode, result.stdout[-3000:], result.stderr[-3000:])
+    assert all(busy.values()), busy  # a busy case names its disturbed runs
+    assert len(busy) <= len(summary["cases"]) // 2, f"the machine was too busy to test the course: {busy}"
+    if busy:
+        warnings.warn(f"machine too busy, not judged: {busy}")
+    return summary
+
+
 def pdf_pages(path: Path) -> int:
     info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
     return int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
@@ -110,8 +130,7 @@ def test_every_case_is_a_numbered_notebook_with_the_standard_parameters():
 @pytest.mark.timeout(REPORT_TIMEOUT_S)
 def test_every_case_runs_live_and_its_checks_hold(live_report):
     result, reports = live_report
-    summary, failed = read_summary(reports)
-    assert result.returncode == 0 and not failed, (failed, result.stdout[-3000:], result.stderr[-3000:])
+    summary = assert_live_course_held(result, reports)
     assert [c["case_id"] for c in summary["cases"]] == CASES
     assert all(c["checks"] for c in summary["cases"])
     assert summary["backend"] and ("netem" if netem_available() else "delayline") in summary["backend"]
@@ -139,12 +158,12 @@ def test_handout_and_pdfs_have_every_case(live_report, pdf_tools):
 @pytest.mark.slow
 @pytest.mark.timeout(REPORT_TIMEOUT_S)
 def test_student_edition_has_no_answers(live_report, tmp_path):
-    _, reports = live_report
+    live, reports = live_report
     student = tmp_path / "student"
     out = subprocess.run([sys.executable, "-m", "tcplab.cli", "report", "--render-only", "--edition", "student",
                           "--formats", "html", "--reports-dir", str(reports), "--output-dir", str(student)],
                          capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.returncode == live.returncode, out.stderr[-2000:]  # 4 where the machine was too busy
     student_html = (student / "handout.html").read_text()
     instructor_html = (reports / "handout.html").read_text()
     assert "student edition" in student_html

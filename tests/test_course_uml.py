@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_course import read_summary, tcplab_report
+from test_course import assert_live_course_held, tcplab_report
 from tcplab.lab import uml
 
 #: The cases whose checks held in UML on a quiet machine and with two nice-19 loops beside it.
@@ -30,8 +30,7 @@ def test_the_course_runs_live_in_the_uml_kernel_and_its_checks_hold(tmp_path_fac
     data = tmp_path_factory.mktemp("data-uml")
     result = tcplab_report("--cases", ",".join(c[:2] for c in UML_CASES), "--profile", "quick", "--mode", "live",
                            "--kernel", "uml", "--formats", "html", "--reports-dir", str(reports), data_dir=data)
-    summary, failed = read_summary(reports)
-    assert result.returncode == 0 and not failed, (failed, result.stdout[-3000:], result.stderr[-3000:])
+    summary = assert_live_course_held(result, reports)
     assert [c["case_id"] for c in summary["cases"]] == list(UML_CASES)
     release = uml.find_install().release
     # The lab ran in UML on netem; case 02's side-by-side adds the host kernel (delay line here).

@@ -3,7 +3,8 @@
 Each subcommand is a thin shell over a library function; exit codes:
 0 success, 1 the thing ran and found a problem (a failed check or assertion),
 2 bad input (a parameter error: nothing was touched), 3 the machine cannot do it
-(not root, missing tool), 130 interrupted.
+(not root, missing tool), 4 (``report``) no case failed but the machine was too busy to
+trust some (``course.EXIT_BUSY``), 130 interrupted.
 """
 
 from __future__ import annotations

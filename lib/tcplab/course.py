@@ -60,6 +60,10 @@ def choose_mode(requested: str, kernel: str = "auto") -> tuple[str, str]:
     return "live", f"{where}: {choice.why}"
 
 
+#: `tcplab report`'s exit status when every case passed or was too busy to judge, and one was.
+EXIT_BUSY = 4
+
+
 def main_report(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="tcplab report",
                                      description="Run the course's case notebooks and render reports/.")
@@ -104,9 +108,13 @@ def main_report(argv: list[str]) -> int:
     print(result.summary())
     for fmt, path in result.handout.items():
         print(f"handout ({fmt}): {path}")
-    if not result.all_passed:
+    if any(c.status not in ("passed", "busy") for c in result.cases) or not result.cases:
         print("tcplab report: some cases failed or did not reproduce (see the summary above)", file=sys.stderr)
         return 1
     if not result.rendered_ok:
         return 1
+    if busy := [c.case_id for c in result.cases if c.status == "busy"]:
+        print(f"tcplab report: the machine was too busy for {', '.join(busy)}: their results are not trusted "
+              f"(the page says which runs and why); run them again on a quieter machine", file=sys.stderr)
+        return EXIT_BUSY
     return 0

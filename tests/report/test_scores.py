@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -90,3 +91,31 @@ def test_scores_are_found_in_a_notebooks_outputs():
     nb = nbformat.reads(nbformat.writes(nb), as_version=4)
     (found,) = scores_in(nb)
     assert found == _scores()
+
+
+def test_scores_say_what_the_machine_did_to_their_runs():
+    calm = dataclasses.replace(_scores(), runs_read=4)
+    bundle = scores_output(calm)
+    assert "all 4 runs" in bundle["text/plain"] and "all 4 runs" in bundle["text/html"]
+    busy = dataclasses.replace(_scores(), runs_read=4, disturbed=("cubic#2: delay line queue1: 1 % of packets …",))
+    bundle = scores_output(busy)
+    assert "disturbed 1 of the 4 runs" in bundle["text/plain"] and "cubic#2: delay line" in bundle["text/html"]
+    assert "none scored" in bundle["text/html"] and "checks passed" not in bundle["text/html"]
+    assert Scores.from_json(json.loads(json.dumps(busy.to_json()))) == busy
+    # Without health readings (replay of runs recorded before they kept one) nothing is said.
+    assert "machine" not in scores_output(_scores())["text/plain"]
+
+
+def test_a_disturbed_case_is_neither_passed_nor_failed():
+    from tcplab.report.context import ReportContext
+    from tcplab.report.handout import CaseSection, case_status, render_handout
+
+    busy = dataclasses.replace(_scores(), runs_read=2, disturbed=("x: delay line queue1: packets released 1.5 ms late on average (limit 0.5 ms)",))
+    assert case_status(None, [busy]) == "busy" and case_status(None, [_scores()]) == "failed"
+    assert case_status("boom", [busy]) == "error"
+    text = scores_output(busy)["text/plain"]
+    assert "not scored" in text and "2 checks measured, none scored" in text
+    assert " fail" not in text and " pass" not in text
+    html = render_handout([CaseSection("c1", "Case one", "busy", scores=[busy])], context=ReportContext())
+    assert "machine too busy: result not trusted" in html and "result-untrusted" in html
+    assert "too busy for 1 of 1 cases" in html and "did not pass" not in html and "2 checks measured, none scored" in html

@@ -39,6 +39,9 @@ __all__ = ["CaseLab", "PROFILES", "MODES", "ReplayedPath"]
 
 PROFILES = ("quick", "full")
 MODES = ("live", "replay")
+#: How many times a variant runs when the machine disturbs it (``observe.health``) before its
+#: last run stands, marked disturbed.
+RUN_TRIES = 3
 
 
 @dataclass
@@ -215,15 +218,23 @@ class CaseLab:
                 for i in range(1, times + 1)]
 
     def _reusable(self, params: Mapping[str, Any]) -> Run | None:
-        """A recorded run with these parameters, unless this execution is fresh."""
+        """A recorded run with these parameters that the machine did not disturb, unless this
+        execution is fresh."""
         if self.fresh or os.environ.get("FRESH") == "1":
             return None
-        return find_run(self.case_id, key_of(params), runs_dir=self.runs_dir)
+        earlier = find_run(self.case_id, key_of(params), runs_dir=self.runs_dir)
+        return None if earlier is None or Trial("", earlier).disturbed else earlier
 
     def _live(self, label: str, workload: Any, path: Path, observe: ObserveSpec, repetition: int) -> Trial:
         experiment = Experiment(path, workload, case=self.case_id, runs_dir=self.runs_dir, observe=observe,
                                 repetition=repetition)
-        return self._indexed(label, experiment.run())
+        # A run the machine disturbed measured the machine: run it again, a few times at most;
+        # the last one stands, and if it too was disturbed the page says so (status "busy").
+        for _ in range(RUN_TRIES):
+            trial = Trial(label, experiment.run())
+            if not trial.disturbed:
+                break
+        return self._indexed(label, trial.run)
 
     def _indexed(self, label: str, run: Run) -> Trial:
         self._index(runs={label: run.dir.name}, kernel=kernel_of(run))
@@ -289,7 +300,10 @@ class CaseLab:
         """Show the case's scored checks and leave them in the notebook for the report."""
         from ..report import publish
 
-        publish(self.case_id, title, checks, backend=self.backend, mode=self.mode, environment=self.environment())
+        read = [t for t in self.trials.values() if t.health]
+        disturbed = [f"{t.label}: {reason}" for t in read for reason in t.disturbed]
+        publish(self.case_id, title, checks, backend=self.backend, mode=self.mode, environment=self.environment(),
+                runs_read=len(read), disturbed=disturbed)
 
     def table(self, trials: Sequence[Trial] | None = None) -> pd.DataFrame:
         """One row per variant: goodput, duration, the buffers the kernel granted, cc."""

@@ -107,6 +107,17 @@ class Trial:
         return self.run.environment.get("kernel")
 
     @property
+    def health(self) -> dict[str, Any]:
+        """How much the machine disturbed this run (``observe.health``); {} for runs recorded
+        before runs kept it."""
+        return dict(self.run.observe.get("health") or {})
+
+    @property
+    def disturbed(self) -> list[str]:
+        """Why the machine disturbed this run; empty when it did not (or nobody read it)."""
+        return list(self.health.get("disturbed", []))
+
+    @property
     def kernel_name(self) -> str:
         """The lab kernel this run ran on, as pages name it: "6.1.176 (UML)"."""
         return kernel_of(self.run)

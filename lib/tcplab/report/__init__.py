@@ -67,7 +67,7 @@ class CaseReport:
 
     case_id: str
     title: str
-    #: One of :data:`.handout.STATUSES`: passed, failed, error, unscored.
+    #: One of :data:`.handout.STATUSES`: passed, failed, error, unscored, busy.
     status: str
     scores: list[Scores] = field(default_factory=list)
     execution: ExecutionResult | None = None
@@ -119,7 +119,9 @@ class ReportResult:
             "edition": self.context.edition, "backend": self.context.backend, "kernel": self.context.kernel,
             "cases": [{"case_id": c.case_id, "title": c.title, "status": c.status,
                        "execution_s": c.execution.duration_s if c.execution else None,
-                       "checks": [x.to_json() for x in c.checks], "error": c.error}
+                       "checks": [x.to_json() for x in c.checks], "error": c.error,
+                       "machine": {"runs": sum(x.runs_read for x in c.scores),
+                                   "disturbed": [d for x in c.scores for d in x.disturbed]}}
                       for c in self.cases],
         }
 

@@ -22,8 +22,10 @@ __all__ = ["CaseSection", "STATUSES", "case_status", "render_handout", "write_ha
            "section_anchor"]
 
 #: passed: ran and every check passed; failed: ran, some check failed;
-#: error: did not run to the end; unscored: ran but published no checks.
-STATUSES = ("passed", "failed", "error", "unscored")
+#: error: did not run to the end; unscored: ran but published no checks;
+#: busy: the machine disturbed a run behind the checks even after reruns (``observe.health``),
+#: so they are neither passed nor failed: the result is not trusted.
+STATUSES = ("passed", "failed", "error", "unscored", "busy")
 
 
 def case_status(error: str | None, scores: list[Scores]) -> str:
@@ -31,6 +33,8 @@ def case_status(error: str | None, scores: list[Scores]) -> str:
         return "error"
     if not any(s.checks for s in scores):
         return "unscored"
+    if any(s.disturbed for s in scores):
+        return "busy"
     return "passed" if all(s.passed for s in scores) else "failed"
 
 
@@ -74,11 +78,12 @@ def render_handout(sections: list[CaseSection], *, context: ReportContext,
     t = context.messages()
     assets = page_assets([s.cells_html for s in sections], [s.cells_css for s in sections],
                          katex_dir=katex_dir)
-    n_failed = sum(1 for s in sections if s.status != "passed")
+    n_failed = sum(1 for s in sections if s.status not in ("passed", "busy"))
+    n_busy = sum(1 for s in sections if s.status == "busy")
     return render(
         "handout.html.j2", messages=t, context=context, sections=sections, assets=assets,
         language=t.language, title=context.title or t("handout.default_title"),
-        environment_line=context.environment_line(t), n_failed=n_failed,
+        environment_line=context.environment_line(t), n_failed=n_failed, n_busy=n_busy,
     )
 
 

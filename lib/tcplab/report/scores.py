@@ -17,7 +17,11 @@ The JSON payload (``schema`` = :data:`SCHEMA`)::
      "passed": bool, "n_checks": int, "n_passed": int,
      "checks": [{"name": str, "predicted": number|str|bool|null,
                  "measured": number|str|bool|null, "unit": str,
-                 "rule": str, "passed": bool}, ...]}
+                 "rule": str, "passed": bool}, ...],
+     "machine": {"runs": int, "disturbed": [str, ...]}}
+
+``machine`` (optional): of the live runs behind the checks, how many carried a health reading
+and why any of them counts as disturbed by the machine (``observe.health``).
 
 Non-finite numbers are stored as ``null`` (JSON has no NaN) and such a check fails.
 """
@@ -174,6 +178,9 @@ class Scores:
     mode: str
     checks: tuple[Check, ...]
     environment: dict[str, str] = field(default_factory=dict)
+    #: Runs behind these checks that carried a health reading, and one line per disturbed one.
+    runs_read: int = 0
+    disturbed: tuple[str, ...] = ()
 
     @property
     def n_checks(self) -> int:
@@ -194,6 +201,7 @@ class Scores:
             "environment": dict(self.environment), "passed": self.passed,
             "n_checks": self.n_checks, "n_passed": self.n_passed,
             "checks": [c.to_json() for c in self.checks],
+            "machine": {"runs": self.runs_read, "disturbed": list(self.disturbed)},
         }
 
     @classmethod
@@ -206,6 +214,8 @@ class Scores:
             backend=str(data.get("backend", "")), mode=str(data.get("mode", "")),
             checks=tuple(Check.from_json(c) for c in data.get("checks", [])),
             environment={str(k): str(v) for k, v in (data.get("environment") or {}).items()},
+            runs_read=int((data.get("machine") or {}).get("runs", 0)),
+            disturbed=tuple(str(d) for d in (data.get("machine") or {}).get("disturbed", ())),
         )
 
 
@@ -214,13 +224,24 @@ def _plain_table(scores: Scores, t: Messages) -> str:
               t("scores.rule"), t("scores.result")]
     rows = [header] + [
         [c.name, format_value(c.predicted, c.unit), format_value(c.measured, c.unit), c.rule,
-         t("status.pass") if c.passed else t("status.fail")]
+         t("status.untrusted") if scores.disturbed else t("status.pass") if c.passed else t("status.fail")]
         for c in scores.checks
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    summary = t("scores.summary", passed=scores.n_passed, total=scores.n_checks)
-    return "\n".join([scores.title, *lines, summary])
+    summary = (t("scores.not_scored", total=scores.n_checks) if scores.disturbed
+               else t("scores.summary", passed=scores.n_passed, total=scores.n_checks))
+    return "\n".join([scores.title, *lines, summary, *machine_lines(scores, t)])
+
+
+def machine_lines(scores: Scores, t: Messages) -> list[str]:
+    """What the scores say about the machine: nothing without health readings, else whether
+    any run was disturbed, and why."""
+    if not scores.runs_read:
+        return []
+    if not scores.disturbed:
+        return [t("scores.machine_calm", total=scores.runs_read)]
+    return [t("scores.machine_disturbed", count=len(scores.disturbed), total=scores.runs_read), *scores.disturbed]
 
 
 def scores_output(scores: Scores, *, language: str | None = None) -> dict[str, Any]:
@@ -234,13 +255,14 @@ def scores_output(scores: Scores, *, language: str | None = None) -> dict[str, A
 
 
 def publish(case_id: str, title: str, checks: Iterable[Check], *, backend: str, mode: str,
-            environment: Mapping[str, Any] | None = None,
-            language: str | None = None) -> None:
+            environment: Mapping[str, Any] | None = None, runs_read: int = 0,
+            disturbed: Iterable[str] = (), language: str | None = None) -> None:
     """Show the case's scores table and leave the scores in the notebook for the report.
 
     Call it once in the case's last cell. ``environment`` defaults to
     :func:`default_environment`; pass the lab's own description when it has one.
-    Returns nothing, so that as a cell's last line it adds no second output.
+    ``runs_read``/``disturbed``: how many runs behind the checks had a health reading, and
+    one line per run the machine disturbed. Returns nothing, so that as a cell's last line it adds no second output.
     """
     checks = tuple(checks)
     for c in checks:
@@ -249,7 +271,8 @@ def publish(case_id: str, title: str, checks: Iterable[Check], *, backend: str, 
     env = default_environment() if environment is None else environment
     scores = Scores(case_id=str(case_id), title=str(title), backend=str(backend),
                     mode=str(mode), checks=checks,
-                    environment={str(k): str(v) for k, v in env.items()})
+                    environment={str(k): str(v) for k, v in env.items()},
+                    runs_read=int(runs_read), disturbed=tuple(str(d) for d in disturbed))
     # Imported here so the pipeline can read scores without IPython being importable.
     from IPython.display import display
 
