@@ -12,11 +12,12 @@ import pytest
 from test_course import assert_live_course_held, tcplab_report
 from tcplab.lab import uml
 
-#: The cases whose checks held in UML on a quiet machine and with two nice-19 loops beside it.
-#: 06 and 07 pass on a quiet machine only (under load one UML process carrying the whole path
-#: loses its rate: cubic at 1 % resent 7.7 %, scaling-on reached 79.5 of an 81.3 Mbit/s floor).
+#: Every case: each passed in UML on a quiet machine. Under load (two nice-19 loops) 06 and 07
+#: lose their rate in UML, and their runs then measure the machine: they end "busy" (the UML
+#: kernel waited for a host CPU beyond observe.health's limit), which the test accepts.
 UML_CASES = ("00-path-check", "01-send-buffer", "02-receive-buffer", "03-bdp-sweep", "04-nagle-delayed-ack",
-             "05-zero-window", "08-slow-start", "09-tcp-mem", "10-rate-limiting", "11-reading-ss")
+             "05-zero-window", "06-packet-loss", "07-window-scaling", "08-slow-start", "09-tcp-mem",
+             "10-rate-limiting", "11-reading-ss")
 REPORT_TIMEOUT_S = 40 * 60
 
 
