@@ -38,7 +38,7 @@ def _metrics(delivered, bin_s=0.1):
     bins = pd.DataFrame({"time": [bin_s * i for i in range(len(delivered))], "delivered_bps": delivered})
     return SimpleNamespace(throughput=bins, bin_s=bin_s, flow=0, data_dir=1, rtt_s=0.02, rwnd_median_bytes=1536.0,
                            rwnd_max_bytes=2048.0, inflight_max_bytes=1536.0, window_scaling="on",
-                           receiver_wscale=7, mss=768, data_packets=200, retransmissions=4, timeouts=3,
+                           receiver_wscale=7, mss=768, data_packets=200, retransmissions=3, resent_segments=4, timeouts=3,
                            fast_retransmissions=1)
 
 
