@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tcplab.lab import cleanup, netns, sysctl
+from tcplab.lab.state import processes
 
 HOST_KEYS = sysctl.HOST_GLOBAL
 TRACE_INSTANCES = Path("/sys/kernel/tracing/instances")
@@ -39,16 +40,9 @@ def _children() -> set[int]:
     """Live (non-zombie) descendants of this test process."""
     me = os.getpid()
     parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(") ", 1)[1].split()
-        except (OSError, IndexError):
-            continue
+    for pid, fields in processes():
         if fields[0] != "Z":
-            parents[int(entry)] = int(fields[1])
+            parents[pid] = int(fields[1])
     found, frontier = set(), {me}
     while frontier:
         frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found

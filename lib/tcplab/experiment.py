@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 from .lab import Path, PathSpec
 from .observe import Capture, ObserveSpec, SsSampler, Tracepoints, points_for
 from .observe.counters import counter_delta, counters_in
-from .observe.health import RunHealth, group_run_delay, judged, wait_share
+from .observe.health import RunHealth, group_run_delay, judged, reasons_of, wait_share
 from .runs import FAILED, Run, RunWriter, environment, find_run, key_of
 from .units import ParameterError, format_duration, format_rate, format_size
 
@@ -270,7 +270,7 @@ def summary(run: Run) -> dict[str, Any]:
                     for side, s in sockets.items()},
         "backend": run.environment.get("backend"),
         "cc": {side: s.get("cc") for side, s in sockets.items()} or run.environment.get("cc"),
-        "disturbed": (run.observe.get("health") or {}).get("disturbed", []),
+        "disturbed": reasons_of(run),
     }
 
 

@@ -30,6 +30,7 @@ from ..lab import Path, PathSpec
 from ..lab.kernels import call_in, choose_kernel, held_in
 from ..lab.state import exclusive_measurement
 from ..observe import ObserveSpec
+from ..observe.health import reasons_of
 from ..runs import Run, find_run, key_of, runs_root
 from ..units import ParameterError
 from . import replay
@@ -223,7 +224,7 @@ class CaseLab:
         if self.fresh or os.environ.get("FRESH") == "1":
             return None
         earlier = find_run(self.case_id, key_of(params), runs_dir=self.runs_dir)
-        return None if earlier is None or Trial("", earlier).disturbed else earlier
+        return None if earlier is None or reasons_of(earlier) else earlier
 
     def _live(self, label: str, workload: Any, path: Path, observe: ObserveSpec, repetition: int) -> Trial:
         experiment = Experiment(path, workload, case=self.case_id, runs_dir=self.runs_dir, observe=observe,
@@ -231,10 +232,10 @@ class CaseLab:
         # A run the machine disturbed measured the machine: run it again, a few times at most;
         # the last one stands, and if it too was disturbed the page says so (status "busy").
         for _ in range(RUN_TRIES):
-            trial = Trial(label, experiment.run())
-            if not trial.disturbed:
+            run = experiment.run()
+            if not reasons_of(run):
                 break
-        return self._indexed(label, trial.run)
+        return self._indexed(label, run)
 
     def _indexed(self, label: str, run: Run) -> Trial:
         self._index(runs={label: run.dir.name}, kernel=kernel_of(run))

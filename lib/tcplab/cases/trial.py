@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..observe.health import reasons_of
 from ..runs import Run
 
 __all__ = ["Trial"]
@@ -115,7 +116,7 @@ class Trial:
     @property
     def disturbed(self) -> list[str]:
         """Why the machine disturbed this run; empty when it did not (or nobody read it)."""
-        return list(self.health.get("disturbed", []))
+        return reasons_of(self.run)
 
     @property
     def kernel_name(self) -> str:

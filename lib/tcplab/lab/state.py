@@ -29,6 +29,23 @@ def user_state_dir() -> Path:
     return Path(f"/tmp/tcplab-{os.getuid()}")
 
 
+def stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state, ppid, pgrp, …); None
+    when the process is gone. The name may hold spaces and parentheses: split after its last ')'."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(") ", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def processes() -> Iterator[tuple[int, list[str]]]:
+    """Every process now, with its :func:`stat_fields` (those gone meanwhile left out)."""
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (fields := stat_fields(name)) is not None:
+            yield int(name), fields
+
+
 def process_alive(pid: object) -> bool:
     """Whether ``pid`` names a live process (a zombie counts as dead: its parent will reap
     it; one we may not signal counts as alive)."""
@@ -40,11 +57,8 @@ def process_alive(pid: object) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return False
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 @contextlib.contextmanager

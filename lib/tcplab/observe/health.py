@@ -27,8 +27,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ..lab.state import processes
+
 __all__ = ["CpuReading", "read_cpu", "cpu_shares", "group_run_delay", "wait_share", "late_quantiles", "RunHealth",
-           "verdict", "judged", "LIMITS"]
+           "verdict", "judged", "reasons_of", "LIMITS"]
 
 PSI_CPU = "/proc/pressure/cpu"
 PROC_STAT = "/proc/stat"
@@ -103,21 +105,17 @@ def group_run_delay(pgid: int) -> dict[int, int]:
     """Per host process of process group ``pgid``: how long its threads have waited, runnable,
     for a CPU (ns, summed ``run_delay``). Processes that exit take theirs with them."""
     waits = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+    for pid, fields in processes():
+        if int(fields[2]) != pgid:  # state, ppid, pgrp
             continue
         try:
-            with open(f"/proc/{name}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid:  # state, ppid, pgrp
-                continue
             total = 0
-            for tid in os.listdir(f"/proc/{name}/task"):
-                with open(f"/proc/{name}/task/{tid}/schedstat") as fh:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
                     total += int(fh.read().split()[1])
         except (OSError, ValueError, IndexError):  # gone meanwhile, or no schedstat in this kernel
             continue
-        waits[int(name)] = total
+        waits[pid] = total
     return waits
 
 
@@ -198,14 +196,19 @@ class RunHealth:
     def summary(self) -> dict[str, Any]:
         if len(self._cpu) < 2:
             return {}
-        health: dict[str, Any] = {"wall_s": self._cpu[1].time - self._cpu[0].time,
-                                  **cpu_shares(self._cpu[0], self._cpu[1])}
+        readings: dict[str, Any] = {"wall_s": self._cpu[1].time - self._cpu[0].time,
+                                    **cpu_shares(self._cpu[0], self._cpu[1])}
         before, after = self._lines
         if before or after:
-            health["delay_line"] = {d: late_quantiles(before.get(d, {}), after.get(d, {}))
-                                    for d in sorted(set(before) | set(after))}
-        health["disturbed"] = verdict(health)
-        return health
+            readings["delay_line"] = {d: late_quantiles(before.get(d, {}), after.get(d, {}))
+                                      for d in sorted(set(before) | set(after))}
+        return judged(readings)
+
+
+def reasons_of(run: Any) -> list[str]:
+    """Why the machine disturbed a recorded run (its ``observe.health``); empty when it did
+    not, or for runs recorded before runs kept their health."""
+    return list((run.observe.get("health") or {}).get("disturbed", []))
 
 
 def judged(health: Mapping[str, Any], **readings: Any) -> dict[str, Any]:
