@@ -123,3 +123,10 @@ def test_a_small_sweep_on_the_real_kernel(root, tmp_path):
     assert frame.loc[20, "rwnd max B"] < 4096
     assert frame.loc[20, "segment B"] <= frame.loc[20, "rwnd max B"]
     assert list(frame["window scaling"]) == ["on", "on"]
+
+
+def test_line_share_without_loss_is_lower_for_loss_based_senders():
+    # bbr paces at the bottleneck's rate; cubic's start-up cuts may leave one BDP in flight
+    assert sweep.line_share_without_loss("bbr") == sweep.LINE_SHARE_WITHOUT_LOSS["bbr"]
+    assert sweep.line_share_without_loss("cubic") == sweep.line_share_without_loss("reno")
+    assert sweep.line_share_without_loss("cubic") < sweep.line_share_without_loss("bbr") <= 1

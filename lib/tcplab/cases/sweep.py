@@ -26,7 +26,7 @@ import pandas as pd
 from ..analysis import theory
 from ..units import ParameterError
 
-__all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "segment_size", "knee", "budget_size", "COLUMNS"]
+__all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "line_share_without_loss", "segment_size", "knee", "budget_size", "COLUMNS"]
 
 #: What :func:`measure` adds to a variant's values, per trial.
 COLUMNS = {
@@ -88,6 +88,20 @@ def build(axes: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
         twice = sorted({x for x in labels if labels.count(x) > 1})
         raise ParameterError("name", name, "a label that differs for every point", f"repeated: {', '.join(twice)}")
     return out
+
+
+#: Share of the line a steady rate reaches without random loss, for a floor: model-based
+#: bbr paces at the bottleneck's rate. A loss-based sender's start overflows the one-BDP
+#: bottleneck queue, and the cuts that follow (0.7 each in cubic; two in the measured runs)
+#: can leave about one BDP in flight for the seconds cubic takes to grow back. One BDP
+#: fills the line only at the base round trip, and a kernel busy with the transfer
+#: stretches it (UML's 6.1 at 100 Mbit/s: 20 to 28 ms, a 0.8 s run at 0.82 of the line).
+LINE_SHARE_WITHOUT_LOSS = {"bbr": 0.9, "loss-based": 0.75}
+
+
+def line_share_without_loss(cc: str) -> float:
+    """The floor of steady goodput / line for congestion control ``cc`` on a lossless path."""
+    return LINE_SHARE_WITHOUT_LOSS["bbr" if cc == "bbr" else "loss-based"]
 
 
 def steady_goodput(metrics: Any, *, after: float = 0.5, statistic: str = "median") -> float:
