@@ -264,6 +264,7 @@ class Conn:
     nxt: list = field(default_factory=list)
     ext: bytes = b""  # IPv6 extension headers placed before TCP
     ext_first: int = 6  # next-header value naming the first extension header
+    ident: list = field(default_factory=lambda: [1, 1])  # next IPv4 ID per direction, as Linux counts
 
     def __post_init__(self):
         self.nxt = [self.isn[0], self.isn[1]]
@@ -283,7 +284,8 @@ class Conn:
             if self.ext:
                 return ipv6(src[0], dst[0], seg, nxt=self.ext_first, ext=self.ext)
             return ipv6(src[0], dst[0], seg)
-        return ipv4(src[0], dst[0], seg)
+        ident, self.ident[d] = self.ident[d], self.ident[d] % 0xFFFF + 1
+        return ipv4(src[0], dst[0], seg, ident=ident)
 
     def handshake(self, t: float, rtt: float = 0.01, ws=(7, 7), mss=(1460, 1460), win=(64240, 65160),
                   ack_win: int = 502):

@@ -4,9 +4,10 @@ captures and a long one-way capture, where tshark alone is the reference."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from tcplab.analysis import analyze, read_packets
+from tcplab.analysis import _tshark, analyze, read_packets
 from tcplab.analysis.packets import select_flows
 
 from .pcapgen import ACK, FIN, PSH, RST, SYN, Conn, ethernet, nops, opt_sack, random_capture, write_pcap
@@ -163,8 +164,8 @@ def test_window_full(tmp_path, matches_tshark):
 
 def test_retransmitted_syn_and_reused_ports(tmp_path, matches_tshark):
     c = Conn()
-    syn = c.send(0, SYN, win=64240)
-    f = [(T0, syn), (T0 + 1.0, syn)]  # 1, 2: SYN again after a second
+    f = [(T0, c.send(0, SYN, win=64240)),
+         (T0 + 1.0, c.send(0, SYN, win=64240, seq=c.isn[0]))]  # 1, 2: SYN again (a new IP ID) after a second
     f.append((T0 + 1.001, c.send(1, RST | ACK, win=0)))  # 3: refused
     c2 = Conn(isn=(99999, 0))
     f += [(T0 + 5 + x, p) for x, (_, p) in enumerate(c2.handshake(T0))]  # 4-6: same ports, new ISN
@@ -243,3 +244,42 @@ def test_the_tshark_comparison_notices_differences(tmp_path, tshark):
     assert result.mismatched_rows == 2
     assert sorted(result.details["column"]) == ["retransmission", "seq"]
     assert _tshark.compare(wrong.drop(index=2), theirs).details["column"].tolist().count("frame") == 1
+
+
+def test_duplicate_frames_are_copies_not_retransmissions(tmp_path, tshark):
+    """A capture holding some packets twice (port mirroring): the copies (same IP ID) are
+    flagged, get no other flag and no RTT, and everything else is what tshark says of the
+    capture without them; a real resend (a new IP ID) stays a retransmission."""
+    c, f = start()
+    sent = []
+    for k in range(6):
+        seg = c.send(0, ACK | PSH, MSS, win=502)
+        sent.append(seg)
+        f.append((T0 + 0.020 + k * 0.001, seg))
+    f.append((T0 + 0.021, sent[0]))  # copies, a little late, among the original frames
+    f.append((T0 + 0.0235, sent[2]))
+    f.append((T0 + 0.030, c.send(1, ACK, ack=c.isn[0] + 1 + 3 * MSS, win=509)))
+    f.append((T0 + 0.0305, sent[4]))  # a copy after the ACK that the original crossed
+    f.append((T0 + 0.300, c.send(0, ACK | PSH, MSS, seq=c.isn[0] + 1 + 3 * MSS, win=502)))  # a real resend
+    f.append((T0 + 0.310, c.send(1, ACK, win=509)))
+    f.sort(key=lambda tp: tp[0])
+    path = write(tmp_path / "dups.pcap", f)
+    table = read_packets(path)
+    p = table.packets
+    copies = at(table, "duplicate_frame")
+    assert len(copies) == 3
+    assert not p.loc[p["duplicate_frame"], "expert_flags"].any() and p.loc[p["duplicate_frame"], "ack_rtt"].isna().all()
+    assert (p["ack_rtt"].dropna() > 0).all()
+    resend = p.loc[(p["seq"] == 1 + 3 * MSS) & (p["rel_time"] > 0.2), "frame"].tolist()
+    assert at(table, "retransmission") == resend
+    # The reference: tshark on the same file with the copies taken out.
+    kept = p.loc[~p["duplicate_frame"], "frame"].to_numpy()
+    clean = tmp_path / "clean.pcap"
+    write(clean, [fr for fr, keep in zip(f, np.isin(np.arange(1, len(f) + 1), kept)) if keep])
+    renumber = np.zeros(len(f) + 1, np.int64)  # frame numbers of the capture without the copies
+    renumber[kept] = np.arange(1, len(kept) + 1)
+    ours = p.loc[~p["duplicate_frame"]].assign(frame=renumber[kept])
+    for column in ("acks_frame", "dup_ack_frame"):
+        ours[column] = renumber[ours[column].to_numpy()]
+    result = _tshark.compare(ours, _tshark.run(str(clean), tshark))
+    assert result.rows == len(kept) and result.ok, result.summary()

@@ -232,8 +232,7 @@ def test_synack_first_makes_its_receiver_the_client(tmp_path, matches_tshark):
 
 def test_retransmitted_syn_stays_in_its_flow_and_a_new_isn_opens_another(tmp_path, matches_tshark):
     c = Conn()
-    syn = c.send(0, SYN, win=64240)
-    frames = [(T0, syn), (T0 + 1, syn)]
+    frames = [(T0, c.send(0, SYN, win=64240)), (T0 + 1, c.send(0, SYN, win=64240, seq=c.isn[0]))]
     c2 = Conn(isn=(777777, 888888))
     frames += [(T0 + 2 + t - T0, p) for t, p in conversation(c2)]
     table = matches_tshark(write(tmp_path / "reuse.pcap", frames))

@@ -67,8 +67,8 @@ I64_SACK_LE = 4  # 4 rows
 I64_SACK_RE = 8  # 4 rows
 I64_TSVAL, I64_TSECR = 12, 13
 N_I64 = 14
-I32_FLOW, I32_LEN, I32_WIN = 0, 1, 2
-N_I32 = 3
+I32_FLOW, I32_LEN, I32_WIN, I32_IP_ID = 0, 1, 2, 3
+N_I32 = 4
 U32_SEQ_RAW, U32_ACK_RAW = 0, 1
 N_U32 = 2
 U16_FLAGS, U16_WIN_RAW, U16_MSS = 0, 1, 2
@@ -265,6 +265,7 @@ def decode(buf, rec_off, rec_cap, rec_len, rec_ns, rec_if, if_link,
             # A length past the end of the frame is bogus; Wireshark keeps the frame's.
             tot = min(tot, wire_end - p)
             family = 4
+            ip_id = rd16(buf, p + 4, False)
             s_hi = np.int64(0)
             s_lo = rd32(buf, p + 12, False)
             d_hi = np.int64(0)
@@ -281,6 +282,7 @@ def decode(buf, rec_off, rec_cap, rec_len, rec_ns, rec_if, if_link,
             plen = rd16(buf, p + 4, False)
             nh = np.int64(buf[p + 6])
             family = 6
+            ip_id = np.int64(-1)  # IPv6 has no identification outside a fragment header
             s_hi = _rd64be(buf, p + 8)
             s_lo = _rd64be(buf, p + 16)
             d_hi = _rd64be(buf, p + 24)
@@ -574,6 +576,7 @@ def decode(buf, rec_off, rec_cap, rec_len, rec_ns, rec_if, if_link,
         i32[I32_FLOW, k] = f
         i32[I32_LEN, k] = seglen
         i32[I32_WIN, k] = swin
+        i32[I32_IP_ID, k] = ip_id
         u32[U32_SEQ_RAW, k] = seq
         u32[U32_ACK_RAW, k] = ack
         u16[U16_FLAGS, k] = flags

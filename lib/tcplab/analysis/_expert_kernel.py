@@ -495,3 +495,46 @@ def analyze_kernel(frame, tns, flow, dirn, seq_raw, ack_raw, seglen, flags, win_
         acks_frame[i] = afr
         rtt_ns[i] = (now - ats) if afr else 0
         bif[i] = b
+
+
+#: Segments each direction remembers for the duplicate-frame check (tcptrace's number).
+DUPLICATE_MEMORY = 8
+
+
+@njit(cache=True)
+def duplicate_kernel(flow, dirn, seq_raw, ack_raw, seglen, flags, ip_id, nflows):
+    """True where a packet repeats one of the last DUPLICATE_MEMORY of its direction: the
+    same IPv4 identification, sequence and acknowledgement numbers, length and flags. A
+    sender gives every packet a new IP ID, a resend included, so only a second copy of the
+    same packet matches: port mirroring that copies a frame twice, or a capture taken at
+    two points of one path (tcptrace's "hardware duplicates", which match ID and sequence
+    number only). Zero IDs (SYN-ACKs of many stacks) and zero sequence numbers never
+    match; IPv6 (ID -1) has nothing to match on. A copy is not remembered itself."""
+    n = flow.size
+    out = np.zeros(n, np.bool_)
+    ring = np.zeros((2 * nflows, DUPLICATE_MEMORY, 5), np.int64)
+    ring_at = np.zeros(2 * nflows, np.int64)
+    for i in range(n):
+        ident = np.int64(ip_id[i])
+        seq = np.int64(seq_raw[i])
+        if ident <= 0 or seq == 0:
+            continue
+        ack, ln, fl = np.int64(ack_raw[i]), np.int64(seglen[i]), np.int64(flags[i])
+        d = 2 * np.int64(flow[i]) + np.int64(dirn[i])
+        seen = False
+        for j in range(DUPLICATE_MEMORY):
+            r = ring[d, j]
+            if r[0] == seq and r[1] == ident and r[2] == ack and r[3] == ln and r[4] == fl:
+                seen = True
+                break
+        if seen:
+            out[i] = True
+            continue
+        at = ring_at[d]
+        ring[d, at, 0] = seq
+        ring[d, at, 1] = ident
+        ring[d, at, 2] = ack
+        ring[d, at, 3] = ln
+        ring[d, at, 4] = fl
+        ring_at[d] = (at + 1) % DUPLICATE_MEMORY
+    return out

@@ -25,6 +25,7 @@ FIELDS = {
     "tcp.flags": "flags",
     "tcp.window_size_value": "win_raw",
     "tcp.window_size": "win",
+    "ip.id": "ip_id",
     "tcp.options.mss_val": "mss",
     "tcp.options.wscale.shift": "wscale",
     "tcp.options.sack_le": "sack_le",
@@ -157,6 +158,7 @@ def compare(ours: pd.DataFrame, theirs: pd.DataFrame) -> Comparison:
     check("win_raw", o["win_raw"].to_numpy(np.int64), _first_int(t["win_raw"], -1))
     win = o["win"].to_numpy(np.int64)
     check("win", np.where(win >= 0, win, o["win_raw"].to_numpy(np.int64)), _first_int(t["win"], -1))
+    check("ip_id", o["ip_id"].to_numpy(np.int64), _first_int(t["ip_id"], -1))
     check("mss", o["mss"].to_numpy(np.int64), _first_int(t["mss"], 0))
     check("wscale", o["wscale"].to_numpy(np.int64), _first_int(t["wscale"], -1))
     check("ts_val", o["ts_val"].to_numpy(np.int64), _first_int(t["ts_val"], -1))

@@ -29,6 +29,10 @@ window_update               ``tcp.analysis.window_update``
 keep_alive                  ``tcp.analysis.keep_alive``
 keep_alive_ack              ``tcp.analysis.keep_alive_ack``
 reused_ports                ``tcp.analysis.reused_ports``
+duplicate_frame             not Wireshark's: a second copy of an IPv4 packet (same IP ID,
+                            seq, ack, length and flags as one of the last 8 of its direction;
+                            tcptrace's "hardware duplicate"); copies get no other flag and the
+                            analysis of every other packet runs as if they were not there
 ==========================  ================================================================
 
 Numeric columns:
@@ -64,7 +68,7 @@ from ._expert_kernel import (  # noqa: F401  (re-exported: the bit values are pu
     A_ACK_LOST_PACKET, A_DUPLICATE_ACK, A_FAST_RETRANSMISSION, A_KEEP_ALIVE, A_KEEP_ALIVE_ACK,
     A_LOST_PACKET, A_OUT_OF_ORDER, A_RETRANSMISSION, A_REUSED_PORTS, A_SPURIOUS_RETRANSMISSION,
     A_WINDOW_FULL, A_WINDOW_UPDATE, A_ZERO_WINDOW, A_ZERO_WINDOW_PROBE, A_ZERO_WINDOW_PROBE_ACK,
-    analyze_kernel,
+    DUPLICATE_MEMORY, analyze_kernel, duplicate_kernel,
 )
 from .packets import PacketTable
 
@@ -89,7 +93,7 @@ FLAG_COLUMNS = {
     "reused_ports": A_REUSED_PORTS,
 }
 
-EXPERT_COLUMNS = ("expert_flags", *FLAG_COLUMNS, "dup_ack_num", "dup_ack_frame", "acks_frame", "ack_rtt",
+EXPERT_COLUMNS = ("expert_flags", "duplicate_frame", *FLAG_COLUMNS, "dup_ack_num", "dup_ack_frame", "acks_frame", "ack_rtt",
                   "bytes_in_flight")
 
 
@@ -112,23 +116,39 @@ def analyze(table: PacketTable) -> PacketTable:
     flow = _col(pk, "flow", np.int32)
     if n and (flow.min() < 0 or flow.max() >= nflows):
         raise ValueError("packets refer to flows missing from the flows table")
-    frame = _col(pk, "frame", np.int64)
-    sack = [_col(pk, f"sack_{e}{j}", np.int64) for j in (1, 2, 3) for e in ("le", "re")]
-    eflags = np.empty(n, np.uint16)
-    dup_num = np.empty(n, np.int32)
-    dup_frame = np.empty(n, np.int64)
-    acks_frame = np.empty(n, np.int64)
-    rtt_ns = np.empty(n, np.int64)
-    bif = np.empty(n, np.int64)
-    analyze_kernel(frame, _col(pk, "time_ns", np.int64), flow, _col(pk, "dir", np.int8),
-                   _col(pk, "seq_raw", np.uint32), _col(pk, "ack_raw", np.uint32), _col(pk, "len", np.int32),
-                   _col(pk, "flags", np.uint16), _col(pk, "win_raw", np.uint16), _col(pk, "wscale", np.int16),
-                   _col(pk, "sack_count", np.int16), *sack, _col(pk, "snaplen_truncated", np.bool_),
-                   np.ascontiguousarray(table.flows["reused_ports"].to_numpy(), dtype=np.bool_), nflows,
-                   eflags, dup_num, dup_frame, acks_frame, rtt_ns, bif)
+    dirn = _col(pk, "dir", np.int8)
+    seq_raw = _col(pk, "seq_raw", np.uint32)
+    duplicate = duplicate_kernel(flow, dirn, seq_raw, _col(pk, "ack_raw", np.uint32), _col(pk, "len", np.int32),
+                                 _col(pk, "flags", np.uint16), _col(pk, "ip_id", np.int32), nflows)
+    # A copy of a frame is no event of the connection: the analysis runs without the copies
+    # (as Wireshark would on the capture without them), and the copies get no flags.
+    kept = np.flatnonzero(~duplicate) if duplicate.any() else slice(None)
+
+    def col(name, dtype):
+        return np.ascontiguousarray(_col(pk, name, dtype)[kept])
+
+    m = len(pk) if isinstance(kept, slice) else kept.size
+    sack = [col(f"sack_{e}{j}", np.int64) for j in (1, 2, 3) for e in ("le", "re")]
+    eflags = np.zeros(n, np.uint16)
+    dup_num = np.zeros(n, np.int32)
+    dup_frame = np.zeros(n, np.int64)
+    acks_frame = np.zeros(n, np.int64)
+    rtt_ns = np.zeros(n, np.int64)
+    bif = np.full(n, -1, np.int64)
+    fulls = (eflags, dup_num, dup_frame, acks_frame, rtt_ns, bif)
+    outs = fulls if isinstance(kept, slice) else [np.empty(m, a.dtype) for a in fulls]
+    analyze_kernel(col("frame", np.int64), col("time_ns", np.int64), np.ascontiguousarray(flow[kept]),
+                   np.ascontiguousarray(dirn[kept]), np.ascontiguousarray(seq_raw[kept]),
+                   col("ack_raw", np.uint32), col("len", np.int32), col("flags", np.uint16),
+                   col("win_raw", np.uint16), col("wscale", np.int16), col("sack_count", np.int16), *sack,
+                   col("snaplen_truncated", np.bool_),
+                   np.ascontiguousarray(table.flows["reused_ports"].to_numpy(), dtype=np.bool_), nflows, *outs)
+    if not isinstance(kept, slice):
+        for full, part in zip(fulls, outs):
+            full[kept] = part
     ack_rtt = rtt_ns / 1e9
     ack_rtt[(acks_frame == 0) | (rtt_ns == 0)] = np.nan
-    cols = {"expert_flags": eflags}
+    cols = {"expert_flags": eflags, "duplicate_frame": duplicate}
     for name, bits in FLAG_COLUMNS.items():
         cols[name] = (eflags & bits) != 0
     cols.update(dup_ack_num=dup_num, dup_ack_frame=dup_frame, acks_frame=acks_frame, ack_rtt=ack_rtt,

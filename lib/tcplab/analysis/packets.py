@@ -28,7 +28,7 @@ same frame in Wireshark:
 Other per-packet columns: ``dir`` (0: from the side that opened the connection: the
 SYN's sender, the SYN-ACK's receiver, else the first sender), ``time`` (epoch seconds),
 ``time_ns`` (the exact capture timestamp), ``rel_time`` (since the file's first frame),
-raw ``seq_raw``/``ack_raw``/``win_raw``, ``flags`` (the 12 TCP flag bits) with ``f_syn``,
+raw ``seq_raw``/``ack_raw``/``win_raw``, ``ip_id`` (``ip.id``; -1 for IPv6), ``flags`` (the 12 TCP flag bits) with ``f_syn``,
 ``f_ack``, ``f_fin``, ``f_rst``, ``f_psh``; options ``mss`` (0: none), ``wscale`` (-1: none),
 ``ts_val``/``ts_ecr`` (-1: none), ``sack_count`` and up to four blocks
 ``sack_le1..4``/``sack_re1..4`` relative like ``ack`` (-1 where absent).
@@ -76,8 +76,8 @@ class PcapWarning(UserWarning):
 #: Columns of ``PacketTable.packets`` from the decoder (expert columns come on top).
 PACKET_COLUMNS = (
     "frame", "time", "time_ns", "rel_time", "flow", "dir", "seq", "ack", "seq_raw", "ack_raw", "len",
-    "flags", "f_syn", "f_ack", "f_fin", "f_rst", "f_psh", "win_raw", "win", "mss", "wscale",
-    "sack_count", "sack_le1", "sack_re1", "sack_le2", "sack_re2", "sack_le3", "sack_re3",
+    "flags", "f_syn", "f_ack", "f_fin", "f_rst", "f_psh", "win_raw", "win", "ip_id", "mss",
+    "wscale", "sack_count", "sack_le1", "sack_re1", "sack_le2", "sack_re2", "sack_le3", "sack_re3",
     "sack_le4", "sack_re4", "ts_val", "ts_ecr", "snaplen_truncated",
 )
 
@@ -330,6 +330,7 @@ def _packet_frame(k, i64, i32, u32, u16, i16, trunc, first_ns) -> pd.DataFrame:
         "f_psh": (flags & D.TH_PUSH) != 0,
         "win_raw": u16[D.U16_WIN_RAW, :k],
         "win": i32[D.I32_WIN, :k],
+        "ip_id": i32[D.I32_IP_ID, :k],
         "mss": u16[D.U16_MSS, :k],
         "wscale": i16[D.I16_WSCALE, :k],
         "sack_count": i16[D.I16_SACK_COUNT, :k],
