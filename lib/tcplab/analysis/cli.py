@@ -10,6 +10,7 @@ import argparse
 import base64
 import io
 import json
+import os
 import sys
 import warnings
 from collections import Counter
@@ -19,7 +20,7 @@ from typing import Sequence
 from ..units import ParameterError, format_duration, format_rate, format_size, parse_duration
 from .diagnose import LABELS
 
-EXIT_OK, EXIT_UNDETERMINED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_UNDETERMINED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 #: Figures of the HTML report: the plot functions of :mod:`tcplab.plots` taking (packets, flow).
 FIGURES = ("time_sequence", "throughput", "window_and_inflight", "rtt")
@@ -30,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tcplab diagnose", description="Diagnose what limited a TCP transfer in a pcap or pcapng file.",
         epilog="labels: " + ", ".join(LABELS) + ". "
                "exit codes: 0 diagnosed; 1 no clear limit (undetermined; with --all: for every flow); "
-               "2 bad input (unreadable or not a capture, no TCP, no such flow, bad option)")
+               "2 bad input (unreadable or not a capture, no TCP, no such flow, bad option); "
+               "3 internal error (a fault in tcplab: please report it with the capture; "
+               "TCPLAB_TRACEBACK=1 shows where)")
     parser.add_argument("file", help="capture file (pcap or pcapng, any link type)")
     parser.add_argument("--flow", type=int, default=None, metavar="N",
                         help="flow number (tcp.stream, as --list shows); default: the largest")
@@ -96,6 +99,17 @@ def flow_rows(table) -> list[dict]:
 
 
 def main_diagnose(argv: Sequence[str]) -> int:
+    try:
+        return _main_diagnose(argv)
+    except Exception as exc:  # a fault of ours: a one-line message and its own exit code
+        if os.environ.get("TCPLAB_TRACEBACK"):
+            raise
+        print(f"tcplab diagnose: internal error: {type(exc).__name__}: {exc} (please report it with the "
+              "capture; TCPLAB_TRACEBACK=1 shows where)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _main_diagnose(argv: Sequence[str]) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv))

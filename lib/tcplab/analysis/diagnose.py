@@ -115,13 +115,15 @@ class Diagnosis:
     sentences: list[str]
     summary: str
     metrics: FlowMetrics = field(repr=False)
+    caveats: list[str] = field(default_factory=list)  # what the capture lacks; also in sentences
 
     def to_dict(self) -> dict[str, Any]:
         from .metrics import _json_ready
 
         return {"label": self.label, "title": self.title, "explanation": self.explanation,
                 "limits": [[k, v] for k, v in self.limits], "evidence": _json_ready(self.evidence),
-                "sentences": self.sentences, "summary": self.summary, "metrics": self.metrics.to_dict()}
+                "sentences": self.sentences, "caveats": self.caveats, "summary": self.summary,
+                "metrics": self.metrics.to_dict()}
 
 
 def diagnose(table: PacketTable, flow: int | None = None, *, telemetry: pd.DataFrame | None = None,
@@ -304,6 +306,13 @@ class _Reasoner:
         side = "request" if m.data_dir == 0 else "response"
         turns = pd.DataFrame({"start": ex[f"{side}_start"], "end": ex[f"{side}_end"], "bytes": ex[f"{side}_bytes"]})
         if float((turns["end"] - turns["start"]).median()) > m.rtt_s:
+            return None
+        # A turn is the sender waiting, with nothing in flight, for the peer's message. Data
+        # clocked out by ACKs while the peer also talks (application acknowledgements beside
+        # one-way bulk, like IRC DCC's 4-byte byte counts) takes no turn.
+        waits = m.gaps.loc[m.gaps["reason"] == "peer-wait", "end"].to_numpy()
+        taken = np.isin(turns["start"].to_numpy(), waits)
+        if taken.sum() < max(MIN_EXCHANGES, len(turns) / 2):
             return None
         return turns
 
@@ -542,10 +551,33 @@ class _Reasoner:
         for k, v in shares.items():
             name = self._side_name(label) if k == SENDER_SIDE else k
             limits[name] = limits.get(name, 0.0) + float(v)
+        caveats = self._caveats()
+        sentences = sentences + caveats
         summary = self.words["summary"].format(title=words["title"], evidence="; ".join(sentences))
         return Diagnosis(label=label, title=words["title"], explanation=words["explanation"],
                          limits=sorted(limits.items(), key=lambda kv: -kv[1]), evidence=self.evidence,
-                         sentences=sentences, summary=summary, metrics=self.m)
+                         sentences=sentences, summary=summary, metrics=self.m, caveats=caveats)
+
+    def _caveats(self) -> list[str]:
+        """What the capture lacks or holds twice, said beside any verdict it qualifies."""
+        m, say = self.m, self.words["caveats"]
+        out = []
+        if m.duplicate_frames:
+            out.append(say["duplicate-frames"].format(n=m.duplicate_frames))
+        if m.payload_bytes and m.captured_bytes < m.payload_bytes:
+            missing = m.payload_bytes - m.captured_bytes
+            out.append(say["bytes-missing"].format(missing=_size(missing), payload=_size(m.payload_bytes),
+                                                   share=f"{100 * missing / m.payload_bytes:.2g} %"))
+        if m.lost_segments or m.acked_unseen:
+            out.append(say["holes"].format(lost=m.lost_segments, unseen=m.acked_unseen))
+        if m.truncated_packets:
+            out.append(say["truncated"].format(n=m.truncated_packets))
+        if m.time_reversals:
+            out.append(say["time-reversals"].format(n=m.time_reversals))
+        self.evidence.update(capture={k: getattr(m, k) for k in (
+            "duplicate_frames", "captured_bytes", "lost_segments", "acked_unseen", "truncated_packets",
+            "time_reversals")})
+        return out
 
     def _side_name(self, label: str) -> str:
         """The sender side, once split, is named by what it turned out to be."""

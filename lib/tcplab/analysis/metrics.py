@@ -105,6 +105,14 @@ class FlowMetrics:
     gap_s_by_reason: dict
     delayed_ack_count: int
     telemetry_summary: dict
+    # What the capture lacks or holds twice (see _capture): the flow's numbers are only as
+    # good as the capture.
+    duplicate_frames: int  # second copies of a packet, left out of every number above
+    captured_bytes: int  # distinct payload bytes of the data direction the capture holds
+    lost_segments: int  # "previous segment not captured" (Wireshark), both directions
+    acked_unseen: int  # ACKs of data the capture never held, both directions
+    truncated_packets: int  # TCP headers cut by the snaplen
+    time_reversals: int  # frames timestamped before the frame before them
     throughput: pd.DataFrame = field(repr=False)
     inflight: pd.DataFrame = field(repr=False)
     rwnd: pd.DataFrame = field(repr=False)
@@ -175,8 +183,10 @@ def flow_metrics(table: PacketTable, flow: int | None = None, *, telemetry: pd.D
     if rows.empty:
         raise ValueError(f"{table.source.path}: no flow {flow} (flows are {_flow_range(table)})")
     info = rows.iloc[0]
-    pk = table.packets.loc[table.packets["flow"] == flow].reset_index(drop=True)
-    return _Builder(pk, info, telemetry, bin_s).build()
+    pk = table.packets.loc[table.packets["flow"] == flow]
+    duplicates = pk["duplicate_frame"].to_numpy()
+    pk = pk.loc[~duplicates].reset_index(drop=True)
+    return _Builder(pk, info, telemetry, bin_s, duplicate_frames=int(duplicates.sum())).build()
 
 
 def _flow_range(table: PacketTable) -> str:
@@ -186,8 +196,9 @@ def _flow_range(table: PacketTable) -> str:
 class _Builder:
     """Computes one FlowMetrics; each method fills one group of fields."""
 
-    def __init__(self, pk: pd.DataFrame, info: pd.Series, telemetry, bin_s) -> None:
+    def __init__(self, pk: pd.DataFrame, info: pd.Series, telemetry, bin_s, *, duplicate_frames: int = 0) -> None:
         self.pk = pk
+        self.duplicate_frames = duplicate_frames
         self.info = info
         self.dd = 0 if int(info["bytes_c2s"]) >= int(info["bytes_s2c"]) else 1
         self.snd = pk.loc[pk["dir"] == self.dd]
@@ -216,6 +227,7 @@ class _Builder:
         self._delayed_acks()
         self._requests()
         self._telemetry()
+        self._capture()
         return FlowMetrics(**out)
 
     # --- handshake, vantage ----------------------------------------------------------------------
@@ -323,7 +335,9 @@ class _Builder:
     def _rtt(self) -> None:
         # The SYN-ACK's ack_rtt is half a handshake, not a data round trip; an ACK of resent
         # data is ambiguous (Karn's rule).
-        usable = self.rcv["ack_rtt"].notna() & ~self.rcv["f_syn"] & ~self.rcv.index.isin(self.karn)
+        # A sample at or below zero comes from a file whose clock ran backwards (frames
+        # merged from two capture points): no round trip at all.
+        usable = (self.rcv["ack_rtt"] > 0) & ~self.rcv["f_syn"] & ~self.rcv.index.isin(self.karn)
         acks = self.rcv.loc[usable, ["rel_time", "ack_rtt"]]
         samples = [pd.DataFrame({"time": acks["rel_time"], "rtt": acks["ack_rtt"], "source": "ack"})]
         ts = self._ts_echo_rtt()
@@ -571,6 +585,23 @@ class _Builder:
         self.out["requests"] = frame
 
     # --- kernel telemetry -------------------------------------------------------------------------------
+    def _capture(self) -> None:
+        """How complete the capture of this flow is: distinct payload bytes it holds (of
+        ``payload_bytes``, first to last byte seen), holes Wireshark notices, headers cut by
+        the snaplen, copies of frames, and timestamps that run backwards."""
+        pk, data = self.pk, self.data
+        captured = 0
+        if len(data):
+            order = np.argsort(data["seq"].to_numpy(), kind="stable")
+            start = data["seq"].to_numpy()[order]
+            end = start + data["len"].to_numpy()[order]
+            reach = np.concatenate([[start[0]], np.maximum.accumulate(end)[:-1]])
+            captured = int(np.clip(end - np.maximum(start, reach), 0, None).sum())
+        self.out.update(duplicate_frames=self.duplicate_frames, captured_bytes=captured,
+                        lost_segments=int(pk["lost_segment"].sum()), acked_unseen=int(pk["acked_unseen"].sum()),
+                        truncated_packets=int(pk["snaplen_truncated"].sum()),
+                        time_reversals=int((np.diff(pk["time_ns"].to_numpy()) < 0).sum()))
+
     def _telemetry(self) -> None:
         tel = self.telemetry_in
         if tel is None or len(tel) == 0:
