@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 UML_LAB_TESTS := tests/lab tests/traffic tests/observe --ignore=tests/lab/test_uml.py
 
 # System tools the lab, the captures and the PDF rendering call.
-APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark iputils-ping procps curl iperf3 \
+APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark tcptrace iputils-ping procps curl iperf3 \
                 libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
                 poppler-utils libjs-katex user-mode-linux kmod
 
