@@ -26,6 +26,7 @@ __all__ = [
     "parse_percent",
     "format_duration",
     "format_rate",
+    "format_byte_rate",
     "format_size",
 ]
 
@@ -151,11 +152,7 @@ def parse_percent(name: str, value: object) -> float:
 def format_duration(seconds: float) -> str:
     if seconds == 0:
         return "0 ms"
-    if abs(seconds) >= 1:
-        return f"{seconds:.3g} s"
-    if abs(seconds) >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds * 1e6:.3g} µs"
+    return _scaled(seconds, ((1, "s"), (1e-3, "ms"), (1e-6, "µs"))) or f"{seconds * 1e6:.3g} µs"
 
 
 def _scaled(value: float, scales: tuple[tuple[float, str], ...]) -> str | None:
@@ -171,6 +168,13 @@ def _scaled(value: float, scales: tuple[tuple[float, str], ...]) -> str | None:
 def format_rate(bits_per_second: float) -> str:
     scaled = _scaled(bits_per_second, ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s"), (1, "bit/s")))
     return scaled or f"{bits_per_second:.3g} bit/s"
+
+
+def format_byte_rate(bytes_per_second: float) -> str:
+    """Bytes per second in decimal units, as the course defines them (MB/s = 10⁶ B/s; buffer
+    sizes, in :func:`format_size`, count KB = 1024 B)."""
+    scaled = _scaled(bytes_per_second, ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "KB/s"), (1, "B/s")))
+    return scaled or f"{bytes_per_second:.3g} B/s"
 
 
 def format_size(size: float) -> str:

@@ -4,7 +4,8 @@ import pytest
 
 from tcplab.lab.link import LinkShape
 from tcplab.lab.path import PathSpec
-from tcplab.units import ParameterError, format_rate, format_size, parse_duration, parse_percent, parse_rate, parse_size
+from tcplab.units import (ParameterError, format_byte_rate, format_duration, format_rate, format_size, parse_duration,
+                          parse_percent, parse_rate, parse_size)
 
 
 @pytest.mark.parametrize("text, seconds", [
@@ -40,6 +41,18 @@ def test_sizes_are_written_without_exponents(value, text):
 @pytest.mark.parametrize("value, text", [(999.7e6, "1 Gbit/s"), (95.6e6, "95.6 Mbit/s"), (563, "563 bit/s")])
 def test_rates_are_written_without_exponents(value, text):
     assert format_rate(value) == text
+
+
+@pytest.mark.parametrize("value, text", [(0.9999, "1 s"), (0.99949, "999 ms"), (1023.9, "1020 s"), (152.4, "152 s"),
+                                         (29e-6, "29 µs"), (0, "0 ms")])
+def test_durations_are_written_without_exponents(value, text):
+    assert format_duration(value) == text
+
+
+@pytest.mark.parametrize("value, text", [(1.90e6, "1.9 MB/s"), (76_800, "76.8 KB/s"), (999_970, "1 MB/s"),
+                                         (19, "19 B/s")])
+def test_byte_rates_are_decimal_as_the_course_defines_them(value, text):
+    assert format_byte_rate(value) == text
 
 
 def test_percent():

@@ -54,7 +54,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..units import ParameterError, format_duration, format_rate, format_size
+from ..units import ParameterError, format_byte_rate, format_duration, format_rate, format_size
 from . import theory
 from .metrics import FlowMetrics, flow_metrics
 from .packets import PacketTable
@@ -614,7 +614,7 @@ def _size(x: float) -> str:
 
 
 def _rate_bytes(bps: float) -> str:
-    """A rate as bytes per second (the unit of buffers) with bit/s beside it."""
+    """A rate as bytes per second (decimal, as the course's tables) with bit/s beside it."""
     if not math.isfinite(bps):
         return "-"
-    return f"{format_size(bps / 8)}/s ({format_rate(bps)})"
+    return f"{format_byte_rate(bps / 8)} ({format_rate(bps)})"
