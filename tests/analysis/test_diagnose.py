@@ -13,6 +13,7 @@ import subprocess
 import threading
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -480,3 +481,17 @@ def test_real_paced_writer_is_application_limited(root, tmp_path):
     assert m.retransmissions == 0 and m.zero_window_packets == 0
     # Goodput is the writer's pace, far below the path's 100 Mbit/s.
     assert 1.6e6 <= m.goodput_bps <= 2.6e6, m.goodput_bps
+
+
+def test_a_queue_that_holds_the_window_outranks_the_window_rules(tmp_path):
+    """An upload with window scaling off behind a slow link's deep queue: the 64 KB window
+    is always full, but the round trip grows from 14 ms to 700 ms, so far less arrives than
+    64 KB / 14 ms: the path, not the window, sets the pace."""
+    tr = Transfer(rtt=0.014, wscale=None)
+    tr.rounds([65535] * 10, rwnd=65535, rtt=0.014)
+    for rtt in np.linspace(0.05, 0.7, 30):
+        tr.round(65535, rwnd=65535, rtt=float(rtt))
+    d = run(tmp_path, tr)
+    assert d.label == "path-bandwidth", d.summary
+    assert d.metrics.window_scaling == "off"
+    assert d.evidence["predicted_bps"] > 2 * d.metrics.goodput_bps

@@ -83,6 +83,9 @@ TELEMETRY_NONE = 0.05
 #: Bytes in flight growing by this factor from the second to the last quarter of the
 #: transfer: a window still opening (congestion avoidance), not a fixed buffer.
 INFLIGHT_GROWTH = 1.3
+#: The receiver's window explains a rate only if the rate reaches at least this share of
+#: window / RTT; below it, with round trips growing behind a queue, the queue sets the pace.
+WINDOW_EXPLAINS = 0.5
 #: A request/response flow has at least this many exchanges.
 MIN_EXCHANGES = 3
 SENDER_SIDE = "sender-side"
@@ -252,6 +255,8 @@ class _Reasoner:
         label = best
         if best == SENDER_SIDE:
             label = self._split_sender_side()
+        elif best == "receiver-window-limited" and self._queue_holds_the_window():
+            label = "path-bandwidth"
         elif best == "receiver-window-limited" and m.window_scaling == "off" and m.rwnd_max_bytes <= 65535:
             label = "window-scaling-absent"
         elif best == "congestion-loss" and self._at_path_rate():
@@ -290,6 +295,14 @@ class _Reasoner:
             return "sender-buffer-limited"
         self._pending = self._say("undetermined-rtt", rtt_min=_dur(m.rtt_min_s), rtt_p90=_dur(m.rtt_p90_s))
         return "undetermined"
+
+    def _queue_holds_the_window(self) -> bool:
+        """Round trips growing behind a queue while the receiver's window is full, and far less
+        delivered than window / RTT: the queue holds the window, and a larger one would only
+        lengthen it (an upload behind a slow link's deep queue)."""
+        predicted = self._predicted(self.m.rwnd_median_bytes)
+        return self._rtt_growth() >= RTT_QUEUE and math.isfinite(predicted) and \
+            self.m.goodput_bps < WINDOW_EXPLAINS * predicted
 
     def _at_path_rate(self) -> bool:
         rate = self.context.get("rate_bps")
@@ -451,7 +464,11 @@ class _Reasoner:
             self.evidence.update(rate_bps=rate, max_goodput_bps=best)
             out += self._say("path-bandwidth-rate", goodput=_rate_bytes(m.goodput_bps), rate_share=_pct(m.goodput_bps / best),
                              rate=format_rate(rate), max_goodput=_rate_bytes(best))
-        if self._rtt_growth() >= RTT_QUEUE or not rate:
+        if self._queue_holds_the_window():
+            predicted = self._predicted(m.rwnd_median_bytes)
+            self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, predicted_bps=predicted)
+            out += self._say("path-bandwidth-queue-window", predicted=_rate_bytes(predicted), **self._common())
+        elif self._rtt_growth() >= RTT_QUEUE or not rate:
             out += self._say("path-bandwidth-queue", **self._common())
         if _lost(m):
             key = "path-bandwidth-overflow" if self._at_path_rate() else "path-bandwidth-queue-loss"
