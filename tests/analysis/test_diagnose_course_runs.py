@@ -17,6 +17,7 @@ KNOWN = {
     ("03-bdp-sweep", "pinned-2ms-loss-10"): "congestion-loss",
     ("04-nagle-delayed-ack", "split-nagle"): "nagle-delayed-ack",
     ("04-nagle-delayed-ack", "split-nodelay-20ms"): "application-limited",  # request/response turns
+    ("04-nagle-delayed-ack", "split-nodelay"): "application-limited",  # turns faster than the idle threshold
     ("05-zero-window", "rcvbuf-256KB"): "zero-window",
     ("06-packet-loss", "bbr-20ms-10pct-seed1"): "congestion-loss",
     ("06-packet-loss", "cubic-20ms-1pct-seed1"): "congestion-loss",  # mostly the cwnd the losses cut

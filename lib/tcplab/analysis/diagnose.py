@@ -227,6 +227,7 @@ class _Reasoner:
         self.rtt = context.get("rtt_s") or m.rtt_s
         self._pending: list[str] = []  # the evidence of an "undetermined" found while splitting
         self._cwnd_reason: str | None = None  # set when the split finds the cwnd holding the sender
+        self._window_held_by_queue = False  # set when a queue outranks the receiver's full window
 
     # --- the decision ------------------------------------------------------------------------
     def conclude(self) -> Diagnosis:
@@ -257,6 +258,7 @@ class _Reasoner:
             label = self._split_sender_side()
         elif best == "receiver-window-limited" and self._queue_holds_the_window():
             label = "path-bandwidth"
+            self._window_held_by_queue = True
         elif best == "receiver-window-limited" and m.window_scaling == "off" and m.rwnd_max_bytes <= 65535:
             label = "window-scaling-absent"
         elif best == "congestion-loss" and self._at_path_rate():
@@ -320,12 +322,14 @@ class _Reasoner:
         turns = pd.DataFrame({"start": ex[f"{side}_start"], "end": ex[f"{side}_end"], "bytes": ex[f"{side}_bytes"]})
         if float((turns["end"] - turns["start"]).median()) > m.rtt_s:
             return None
-        # A turn is the sender waiting, with nothing in flight, for the peer's message. Data
-        # clocked out by ACKs while the peer also talks (application acknowledgements beside
-        # one-way bulk, like IRC DCC's 4-byte byte counts) takes no turn.
-        waits = m.gaps.loc[m.gaps["reason"] == "peer-wait", "end"].to_numpy()
-        taken = np.isin(turns["start"].to_numpy(), waits)
-        if taken.sum() < max(MIN_EXCHANGES, len(turns) / 2):
+        # A turn starts with nothing else of the sender's in flight: it waited for the peer's
+        # message. Data clocked out by ACKs while the peer also talks (application
+        # acknowledgements beside one-way bulk, like IRC DCC's 4-byte byte counts) takes none.
+        times, inflight = m.inflight["time"].to_numpy(), m.inflight["bytes"].to_numpy()
+        at = np.searchsorted(times, turns["start"].to_numpy())
+        seen = at < len(times)
+        seen[seen] = times[at[seen]] == turns["start"].to_numpy()[seen]
+        if seen.any() and (inflight[at[seen]] <= (m.mss or 1460)).mean() < 0.5:
             return None
         return turns
 
@@ -464,7 +468,7 @@ class _Reasoner:
             self.evidence.update(rate_bps=rate, max_goodput_bps=best)
             out += self._say("path-bandwidth-rate", goodput=_rate_bytes(m.goodput_bps), rate_share=_pct(m.goodput_bps / best),
                              rate=format_rate(rate), max_goodput=_rate_bytes(best))
-        if self._queue_holds_the_window():
+        if self._window_held_by_queue:
             predicted = self._predicted(m.rwnd_median_bytes)
             self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, predicted_bps=predicted)
             out += self._say("path-bandwidth-queue-window", predicted=_rate_bytes(predicted), **self._common())
