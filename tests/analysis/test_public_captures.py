@@ -18,7 +18,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tcplab.analysis import _tshark, diagnose, read_packets
@@ -97,14 +96,7 @@ def test_flows_and_columns_equal_tsharks(name, tables, tshark, tmp_path):
     dropped = p.loc[copies, "frame"].astype(str).tolist()
     subprocess.run(["editcap", "-F", "pcap", str(CAPTURES / name), str(clean), *dropped], check=True,
                    capture_output=True, timeout=120)
-    frames = int(p["frame"].max())
-    keep = np.ones(frames + 1, bool)
-    keep[0] = False
-    keep[p.loc[copies, "frame"].to_numpy()] = False
-    renumber = np.cumsum(keep) * keep  # frame number in the file without the copies, 0 for a copy
-    ours = p.loc[~copies].assign(frame=renumber[p.loc[~copies, "frame"].to_numpy()])
-    for column in ("acks_frame", "dup_ack_frame"):
-        ours[column] = renumber[ours[column].to_numpy()]
+    ours = _tshark.without_frames(p, p.loc[copies, "frame"].to_numpy())
     result = _tshark.compare(ours, _tshark.run(str(clean), tshark))
     assert result.rows == len(ours) and result.ok, result.summary()
 

@@ -127,6 +127,24 @@ class Comparison:
         return f"{self.mismatched_rows} of {self.rows} rows differ; by column: {counts.to_dict()}\n{head}"
 
 
+def without_frames(ours: pd.DataFrame, dropped: np.ndarray) -> pd.DataFrame:
+    """``ours`` as the file without the frames ``dropped`` would give it: those rows gone,
+    and frame numbers (``frame``, ``acks_frame``, ``dup_ack_frame``) counted again as tshark
+    counts the shorter file (``editcap FILE OUT FRAMES...`` writes it). A reference to a
+    dropped frame becomes 0."""
+    dropped = np.asarray(dropped, np.int64)
+    last = int(max(ours["frame"].max(), dropped.max(initial=0))) if len(ours) else 0
+    keep = np.ones(last + 1, bool)
+    keep[0] = False
+    keep[dropped] = False
+    renumber = np.cumsum(keep) * keep
+    out = ours.loc[keep[ours["frame"].to_numpy()]].copy()
+    for column in ("frame", "acks_frame", "dup_ack_frame"):
+        if column in out:
+            out[column] = renumber[out[column].to_numpy()]
+    return out.reset_index(drop=True)
+
+
 def compare(ours: pd.DataFrame, theirs: pd.DataFrame) -> Comparison:
     """Cell-by-cell comparison of a packets table (with expert columns) and ``run()``."""
     problems: list[tuple[int, str, object, object]] = []
