@@ -56,7 +56,7 @@ import pandas as pd
 
 from ..units import ParameterError, format_byte_rate, format_duration, format_rate, format_size
 from . import theory
-from .metrics import FlowMetrics, flow_metrics
+from .metrics import CAPTURE_FIELDS, FlowMetrics, flow_metrics
 from .packets import PacketTable
 
 __all__ = ["Diagnosis", "diagnose", "LABELS", "MIN_SHARE", "strings"]
@@ -595,9 +595,7 @@ class _Reasoner:
             out.append(say["truncated"].format(n=m.truncated_packets))
         if m.time_reversals:
             out.append(say["time-reversals"].format(n=m.time_reversals))
-        self.evidence.update(capture={k: getattr(m, k) for k in (
-            "duplicate_frames", "captured_bytes", "lost_segments", "acked_unseen", "truncated_packets",
-            "time_reversals")})
+        self.evidence.update(capture={k: getattr(m, k) for k in CAPTURE_FIELDS})
         return out
 
     def _side_name(self, label: str) -> str:

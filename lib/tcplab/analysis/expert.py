@@ -93,8 +93,8 @@ FLAG_COLUMNS = {
     "reused_ports": A_REUSED_PORTS,
 }
 
-EXPERT_COLUMNS = ("expert_flags", "duplicate_frame", *FLAG_COLUMNS, "dup_ack_num", "dup_ack_frame", "acks_frame", "ack_rtt",
-                  "bytes_in_flight")
+EXPERT_COLUMNS = ("expert_flags", "duplicate_frame", *FLAG_COLUMNS, "dup_ack_num", "dup_ack_frame", "acks_frame",
+                  "ack_rtt", "bytes_in_flight")
 
 
 def _col(df: pd.DataFrame, name: str, dtype) -> np.ndarray:
@@ -122,12 +122,12 @@ def analyze(table: PacketTable) -> PacketTable:
                                  _col(pk, "flags", np.uint16), _col(pk, "ip_id", np.int32), nflows)
     # A copy of a frame is no event of the connection: the analysis runs without the copies
     # (as Wireshark would on the capture without them), and the copies get no flags.
-    kept = np.flatnonzero(~duplicate) if duplicate.any() else slice(None)
+    copies = bool(duplicate.any())
+    kept = np.flatnonzero(~duplicate) if copies else slice(None)
 
     def col(name, dtype):
         return np.ascontiguousarray(_col(pk, name, dtype)[kept])
 
-    m = len(pk) if isinstance(kept, slice) else kept.size
     sack = [col(f"sack_{e}{j}", np.int64) for j in (1, 2, 3) for e in ("le", "re")]
     eflags = np.zeros(n, np.uint16)
     dup_num = np.zeros(n, np.int32)
@@ -136,14 +136,15 @@ def analyze(table: PacketTable) -> PacketTable:
     rtt_ns = np.zeros(n, np.int64)
     bif = np.full(n, -1, np.int64)
     fulls = (eflags, dup_num, dup_frame, acks_frame, rtt_ns, bif)
-    outs = fulls if isinstance(kept, slice) else [np.empty(m, a.dtype) for a in fulls]
+    # Without copies the kernel writes the columns in place; with them, the kept rows' part.
+    outs = [np.empty(n - int(duplicate.sum()), a.dtype) for a in fulls] if copies else fulls
     analyze_kernel(col("frame", np.int64), col("time_ns", np.int64), np.ascontiguousarray(flow[kept]),
                    np.ascontiguousarray(dirn[kept]), np.ascontiguousarray(seq_raw[kept]),
                    col("ack_raw", np.uint32), col("len", np.int32), col("flags", np.uint16),
                    col("win_raw", np.uint16), col("wscale", np.int16), col("sack_count", np.int16), *sack,
                    col("snaplen_truncated", np.bool_),
                    np.ascontiguousarray(table.flows["reused_ports"].to_numpy(), dtype=np.bool_), nflows, *outs)
-    if not isinstance(kept, slice):
+    if copies:
         for full, part in zip(fulls, outs):
             full[kept] = part
     ack_rtt = rtt_ns / 1e9

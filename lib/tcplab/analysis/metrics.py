@@ -24,13 +24,18 @@ import pandas as pd
 from ..units import ParameterError
 from .packets import PacketTable
 
-__all__ = ["FlowMetrics", "flow_metrics", "largest_flow", "flow_label", "DELAYED_ACK_MIN_S"]
+__all__ = ["FlowMetrics", "flow_metrics", "largest_flow", "flow_label", "DELAYED_ACK_MIN_S", "CAPTURE_FIELDS"]
 
 #: A delayed ACK on Linux waits at least 40 ms (TCP_DELACK_MIN); 30 ms of extra wait
 #: beyond the path's round trip counts as one.
 DELAYED_ACK_MIN_S = 0.030
 #: A sender silent for less than this is not idle, whatever the round trip (scheduler noise).
 MIN_GAP_S = 0.005
+
+
+#: The fields of FlowMetrics that say how complete the capture is (see ``_capture``).
+CAPTURE_FIELDS = ("duplicate_frames", "captured_bytes", "lost_segments", "acked_unseen", "truncated_packets",
+                  "time_reversals")
 
 
 @dataclass
@@ -584,7 +589,7 @@ class _Builder:
         frame["total_s"] = frame["response_end"] - frame["request_start"]
         self.out["requests"] = frame
 
-    # --- kernel telemetry -------------------------------------------------------------------------------
+    # --- the capture itself --------------------------------------------------------------------------
     def _capture(self) -> None:
         """How complete the capture of this flow is: distinct payload bytes it holds (of
         ``payload_bytes``, first to last byte seen), holes Wireshark notices, headers cut by
@@ -602,6 +607,7 @@ class _Builder:
                         truncated_packets=int(pk["snaplen_truncated"].sum()),
                         time_reversals=int((np.diff(pk["time_ns"].to_numpy()) < 0).sum()))
 
+    # --- kernel telemetry -------------------------------------------------------------------------------
     def _telemetry(self) -> None:
         tel = self.telemetry_in
         if tel is None or len(tel) == 0:

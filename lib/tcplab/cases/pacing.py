@@ -78,8 +78,9 @@ def read_progress(trial: Any, side: str = "client") -> pd.DataFrame:
     """The receiving socket over time, from ``ss``: ``t`` (s from the first sample), bytes
     ``received`` by the kernel, ``unread`` (Recv-Q) and ``read`` by the application."""
     rows = socket_rows(trial.telemetry, side, ("ESTAB", "CLOSE-WAIT")).dropna(subset=["bytes_received"])
-    return pd.DataFrame({"t": rows["time"] - rows["time"].min(), "received": rows["bytes_received"],
-                         "unread": rows["recv_q"], "read": rows["bytes_received"] - rows["recv_q"]}).reset_index(drop=True)
+    frame = pd.DataFrame({"t": rows["time"] - rows["time"].min(), "received": rows["bytes_received"],
+                          "unread": rows["recv_q"], "read": rows["bytes_received"] - rows["recv_q"]})
+    return frame.reset_index(drop=True)
 
 
 def throttled_reads(trials: list[Any], file_bytes: int, limit_Bps: float) -> pd.DataFrame:

@@ -26,7 +26,8 @@ import pandas as pd
 from ..analysis import theory
 from ..units import ParameterError
 
-__all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "line_share_without_loss", "segment_size", "knee", "budget_size", "COLUMNS"]
+__all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "line_share_without_loss", "segment_size",
+           "knee", "budget_size", "COLUMNS"]
 
 #: What :func:`measure` adds to a variant's values, per trial.
 COLUMNS = {
