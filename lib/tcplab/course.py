@@ -108,13 +108,13 @@ def main_report(argv: list[str]) -> int:
     print(result.summary())
     for fmt, path in result.handout.items():
         print(f"handout ({fmt}): {path}")
-    if any(c.status not in ("passed", "busy") for c in result.cases) or not result.cases:
+    if not result.none_failed:
         print("tcplab report: some cases failed or did not reproduce (see the summary above)", file=sys.stderr)
         return 1
     if not result.rendered_ok:
         return 1
-    if busy := [c.case_id for c in result.cases if c.status == "busy"]:
-        print(f"tcplab report: the machine was too busy for {', '.join(busy)}: their results are not trusted "
+    if result.busy:
+        print(f"tcplab report: the machine was too busy for {', '.join(result.busy)}: their results are not trusted "
               f"(the page says which runs and why); run them again on a quieter machine", file=sys.stderr)
         return EXIT_BUSY
     return 0

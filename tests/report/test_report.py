@@ -111,3 +111,14 @@ def test_bad_arguments_are_refused_early(tmp_path):
     with pytest.raises(ValueError, match="edition"):
         build_report([Case("a")], notebooks_dir=tmp_path, reports_dir=tmp_path,
                      edition="teacher", formats=("html",), progress=False)
+
+
+@pytest.mark.parametrize("statuses, none_failed, busy", [
+    (["passed", "busy"], True, ["c1"]), (["passed", "passed"], True, []), (["busy", "failed"], False, ["c0"]),
+    (["passed", "error"], False, []), ([], False, [])])
+def test_a_busy_case_is_not_a_failure_and_is_named(statuses, none_failed, busy):
+    from tcplab.report import CaseReport, ReportContext, ReportResult
+
+    result = ReportResult([CaseReport(f"c{i}", "t", s) for i, s in enumerate(statuses)], ReportContext())
+    assert result.none_failed is none_failed and result.busy == busy
+    assert not result.all_passed or statuses == ["passed", "passed"]

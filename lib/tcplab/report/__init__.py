@@ -101,6 +101,16 @@ class ReportResult:
         return bool(self.cases) and all(c.passed for c in self.cases)
 
     @property
+    def busy(self) -> list[str]:
+        """The cases the machine was too busy to judge (status "busy")."""
+        return [c.case_id for c in self.cases if c.status == "busy"]
+
+    @property
+    def none_failed(self) -> bool:
+        """Every case ran and passed, or was too busy to judge: none failed or broke."""
+        return bool(self.cases) and all(c.status in ("passed", "busy") for c in self.cases)
+
+    @property
     def rendered_ok(self) -> bool:
         """Every requested file was written."""
         return not self.render_errors and not any(c.render_errors for c in self.cases)
