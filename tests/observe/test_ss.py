@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import socket
+import time
 
 import pandas as pd
 import pytest
@@ -107,6 +108,23 @@ def _assert_like_ss(ss_text, before, after):
             assert min(known) * (1 - slack) - 1e-6 <= got <= max(known) * (1 + slack) + 1e-6, (column, got, low, high)
 
 
+def _wait_until_blocked(host, port, *, settled_s=0.1, timeout_s=10.0):
+    """Wait until the receiver's queue and memory stop moving: the sender has filled the
+    window. Before that, data still on the 2 ms path changes fields that go up and down
+    (skmem forward allocation, recv_q), which no before/after bracket can hold."""
+    def still(rows):
+        return sorted((r["recv_q"], r["skmem_r"], r["skmem_f"]) for r in map(diag_row, rows))
+    deadline = time.monotonic() + timeout_s
+    last = still(host.call(sockdiag.tcp_sockets, port))
+    while time.monotonic() < deadline:
+        time.sleep(settled_s)
+        now = still(host.call(sockdiag.tcp_sockets, port))
+        if now == last and any(recv_q > 0 for recv_q, _, _ in now):
+            return
+        last = now
+    raise AssertionError(f"the receiver's queue never settled within {timeout_s} s: {last}")
+
+
 @pytest.mark.kernel
 def test_real_ss_output_of_a_blocked_receiver(root):
     """A receiver that reads nothing: ss shows its queue holding the data, the sender stuck."""
@@ -122,6 +140,7 @@ def test_real_ss_output_of_a_blocked_receiver(root):
                 sent += conn.send(b"x" * 65536)
         except BlockingIOError:
             pass
+        _wait_until_blocked(path.client, port)
         cc = path.client.sysctl("net.ipv4.tcp_congestion_control")
         texts, dumps = {}, {}
         for host in (path.client, path.server):
