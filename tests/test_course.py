@@ -179,10 +179,55 @@ def pdf_tools():
             pytest.fail(f"{tool} is missing: apt-get install poppler-utils")
 
 
+@pytest.fixture(scope="module")
+def replay_report(tmp_path_factory):
+    """The whole course from its shipped replay data, HTML only."""
+    reports = tmp_path_factory.mktemp("replay")
+    return tcplab_report("--cases", "all", "--mode", "replay", "--formats", "html", "--reports-dir", str(reports)), reports
+
+
 @pytest.mark.slow
-def test_every_case_renders_from_its_shipped_replay_data(tmp_path):
-    out = tcplab_report("--cases", "all", "--mode", "replay", "--formats", "html", "--reports-dir", str(tmp_path))
-    summary, failed = read_summary(tmp_path)
+def test_every_case_renders_from_its_shipped_replay_data(replay_report):
+    out, reports = replay_report
+    summary, failed = read_summary(reports)
     assert out.returncode == 0 and not failed, (failed, out.stderr[-3000:])
-    html = (tmp_path / "handout.html").read_text()
+    html = (reports / "handout.html").read_text()
     assert "recorded earlier on Linux" in html and "replay of recorded runs" in html
+
+
+def _comparable(summary: dict) -> dict:
+    """What a report says, without where and how long: per case its status and checks."""
+    return {"context": [summary[k] for k in ("mode", "profile", "edition", "backend", "kernel")],
+            "cases": [(c["case_id"], c["title"], c["status"], c["checks"]) for c in summary["cases"]]}
+
+
+@pytest.mark.slow
+def test_shards_merged_give_the_unsharded_report(replay_report, tmp_path):
+    """Three shards run one after another (as three CI jobs would), then a merge that runs
+    nothing: the same cases, checks and handout as one run of the whole course."""
+    dirs = [tmp_path / f"shard-{i}" for i in (1, 2, 3)]
+    for i, shard_dir in enumerate(dirs, 1):
+        out = tcplab_report("--mode", "replay", "--formats", "html", "--shard", f"{i}/3",
+                            "--reports-dir", str(shard_dir))
+        assert out.returncode == 0, out.stderr[-3000:]
+        shard = json.loads((shard_dir / "summary.json").read_text())
+        assert [c["case_id"] for c in shard["cases"]] == CASES[i - 1::3] and shard["shard"]["selection"] == CASES
+    merged = tmp_path / "merged"
+    out = tcplab_report("--merge", *map(str, dirs), "--formats", "html", "--reports-dir", str(merged))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "executing" not in out.stderr  # rendering only
+    whole = json.loads((replay_report[1] / "summary.json").read_text())
+    summary = json.loads((merged / "summary.json").read_text())
+    assert _comparable(summary) == _comparable(whole)
+    assert [m["shard"] for m in summary["merged_from"]] == ["1/3", "2/3", "3/3"] and not summary["missing_shards"]
+    assert all(c["execution_s"] > 0 for c in summary["cases"])  # as the shards' notebooks recorded it
+    sections = [re.findall(r'<section class="tcplab-case[^>]* data-case="([^"]+)" data-status="([a-z]+)"',
+                           (d / "handout.html").read_text()) for d in (replay_report[1], merged)]
+    assert sections[0] == sections[1] == [(case, "passed") for case in CASES]
+
+    # A shard that never came back: its cases show as not run, and the merge fails.
+    partial = tmp_path / "partial"
+    out = tcplab_report("--merge", str(dirs[0]), str(dirs[2]), "--formats", "html", "--reports-dir", str(partial))
+    summary = json.loads((partial / "summary.json").read_text())
+    assert out.returncode == 1 and "shard(s) 2/3 missing" in out.stderr and summary["missing_shards"] == ["2/3"]
+    assert {c["case_id"] for c in summary["cases"] if c["status"] == "error"} == set(CASES[1::3])

@@ -67,7 +67,7 @@ EXIT_BUSY = 4
 def main_report(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="tcplab report",
                                      description="Run the course's case notebooks and render reports/.")
-    parser.add_argument("--cases", default="all", help="all, or e.g. 00,01,04 (default: all)")
+    parser.add_argument("--cases", default=None, help="all, or e.g. 00,01,04 (default: all)")
     parser.add_argument("--profile", default="quick", choices=PROFILES)
     parser.add_argument("--edition", default="instructor", choices=("student", "instructor"))
     parser.add_argument("--mode", default="auto", choices=MODES)
@@ -76,6 +76,12 @@ def main_report(argv: list[str]) -> int:
     parser.add_argument("--fresh", action="store_true", help="rerun experiments even when recorded runs match")
     parser.add_argument("--render-only", action="store_true",
                         help="re-render from already executed notebooks in reports/, run nothing")
+    parser.add_argument("--shard", metavar="I/N", default=None,
+                        help="run only shard I (1 to N) of N of the selected cases, into its own --reports-dir "
+                             "(one job of a CI matrix, Kubernetes Indexed Job or Slurm array); then --merge")
+    parser.add_argument("--merge", nargs="+", type=Path, metavar="DIR", default=None,
+                        help="render the handout and summary.json into --reports-dir from the directories "
+                             "of every shard's run, running nothing")
     parser.add_argument("--formats", default="html,pdf")
     parser.add_argument("--reports-dir", type=Path, default=REPORTS)
     parser.add_argument("--notebooks-dir", type=Path, default=NOTEBOOKS)
@@ -85,9 +91,30 @@ def main_report(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     from . import report
+    from .report.shards import SUMMARY, Shard, merge
 
-    cases = select_cases(args.cases, args.notebooks_dir)
     formats = [f for f in args.formats.split(",") if f]
+    if args.merge:
+        clashing = [name for name, given in (("--cases", args.cases is not None), ("--shard", args.shard),
+                                              ("--render-only", args.render_only), ("--fresh", args.fresh))
+                    if given]
+        if clashing:
+            raise ParameterError("--merge", " ".join(map(str, args.merge)), "--merge with --edition, --formats "
+                                 "and --reports-dir only", f"{', '.join(clashing)} belong to the shards' runs")
+        result = merge(args.merge, output_dir=args.reports_dir, notebooks_dir=args.notebooks_dir,
+                       edition=args.edition, formats=formats)
+        if result.origin["missing_shards"]:
+            print(f"tcplab report: shard(s) {', '.join(result.origin['missing_shards'])} missing: "
+                  "their cases did not run", file=sys.stderr)
+        return _finish(result, args.reports_dir, SUMMARY)
+    cases = select_cases(args.cases or "all", args.notebooks_dir)
+    shard = Shard.parse(args.shard) if args.shard is not None else None
+    origin = {}
+    if shard is not None:
+        if args.render_only:
+            raise ParameterError("--shard", args.shard, "--shard to run cases", "--render-only runs nothing")
+        origin = shard.record(cases)
+        cases = shard.pick(cases)
     args.reports_dir.mkdir(parents=True, exist_ok=True)
     if args.render_only:
         result = report.render_only(cases, reports_dir=args.reports_dir, output_dir=args.output_dir,
@@ -95,16 +122,23 @@ def main_report(argv: list[str]) -> int:
                                     edition=args.edition, formats=formats, profile=args.profile)
     else:
         mode, why = choose_mode(args.mode, args.kernel)
-        print(f"tcplab report: {len(cases)} case(s), profile {args.profile}, edition {args.edition}, "
+        part = f", shard {shard.label}" if shard else ""
+        print(f"tcplab report: {len(cases)} case(s){part}, profile {args.profile}, edition {args.edition}, "
               f"mode {mode} ({why})", flush=True)
         result = report.build_report(
             cases, notebooks_dir=args.notebooks_dir, reports_dir=args.reports_dir,
             parameters={"fresh": bool(args.fresh), "kernel": args.kernel}, profile=args.profile, edition=args.edition,
             mode=mode, formats=formats, progress=True,
         )
+        result.origin = origin
     out_dir = args.output_dir if args.render_only and args.output_dir else args.reports_dir
+    return _finish(result, out_dir, SUMMARY)
+
+
+def _finish(result, out_dir: Path, summary_name: str) -> int:
+    """Write the summary, say how it went, and give ``tcplab report``'s exit status."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "summary.json").write_text(json.dumps(result.to_json(), indent=2))
+    (out_dir / summary_name).write_text(json.dumps(result.to_json(), indent=2))
     print(result.summary())
     for fmt, path in result.handout.items():
         print(f"handout ({fmt}): {path}")

@@ -77,6 +77,9 @@ class CaseReport:
     outputs: dict[str, Path] = field(default_factory=dict)
     #: Rendering problems (a page or PDF that could not be made); results are unaffected.
     render_errors: list[str] = field(default_factory=list)
+    #: Seconds the notebook ran: this run's execution, or (re-rendering, merging shards)
+    #: what papermill recorded in the executed notebook.
+    execution_s: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -94,6 +97,9 @@ class ReportResult:
     #: format -> handout file written.
     handout: dict[str, Path] = field(default_factory=dict)
     render_errors: list[str] = field(default_factory=list)
+    #: Where the cases came from when not from one run: ``{"index": I, "count": N,
+    #: "selection": [...]}`` for a shard (:mod:`.shards`), ``{"merged_from": [...]}`` for a merge.
+    origin: dict[str, Any] = field(default_factory=dict)
 
     @property
     def all_passed(self) -> bool:
@@ -127,8 +133,9 @@ class ReportResult:
         return {
             "all_passed": self.all_passed, "mode": self.context.mode, "profile": self.context.profile,
             "edition": self.context.edition, "backend": self.context.backend, "kernel": self.context.kernel,
+            **self.origin,
             "cases": [{"case_id": c.case_id, "title": c.title, "status": c.status,
-                       "execution_s": c.execution.duration_s if c.execution else None,
+                       "execution_s": c.execution_s,
                        "checks": [x.to_json() for x in c.checks], "error": c.error,
                        "machine": {"runs": sum(x.runs_read for x in c.scores),
                                    "disturbed": [d for x in c.scores for d in x.disturbed]}}
@@ -141,7 +148,7 @@ class ReportResult:
         lines = []
         for c in self.cases:
             checks = f"{sum(x.passed for x in c.checks)}/{len(c.checks)}" if c.checks else "-"
-            took = f"{c.execution.duration_s:6.1f} s" if c.execution else ""
+            took = f"{c.execution_s:6.1f} s" if c.execution_s is not None else ""
             line = f"{c.case_id:<28} {t('status.' + c.status):<12} {checks:>7} {took}"
             if c.error:
                 line += f"  {c.error}"
@@ -239,6 +246,7 @@ class _Rendering:
                             execution=execution)
         if execution is not None:
             report.error, report.traceback = execution.error, execution.traceback
+            report.execution_s = execution.duration_s
         nb = None
         if executed.is_file():
             report.outputs["ipynb"] = executed
@@ -252,6 +260,8 @@ class _Rendering:
             report.scores = scores_in(nb)
             published = next((s.title for s in report.scores if s.title), None)
             report.title = published or notebook_title(nb, case.case_id)
+            if execution is None:
+                report.execution_s = nb.metadata.get("papermill", {}).get("duration")
             if execution is None and report.error is None:
                 # Re-rendering: the notebook itself remembers where it stopped.
                 found = notebook_error(nb)
