@@ -14,6 +14,11 @@ EDITION     ?= instructor
 MODE        ?= auto
 KERNEL      ?= auto
 FRESH       ?= 0
+# Where `make report` writes (REPORTS_DIR), one shard of the course (SHARD=2/4), and the shards'
+# directories `make merge` renders from (SHARDS="dir1 dir2 …"); see README "Across machines".
+REPORTS_DIR ?= reports
+SHARD       ?=
+SHARDS      ?=
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k path -x"
 PYTEST_ARGS ?=
 # The lab's own tests, run again inside the UML kernel (booting UML inside UML is not among them).
@@ -24,11 +29,12 @@ APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark tcptrace iputils-ping p
                 libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
                 poppler-utils libjs-katex user-mode-linux kmod
 
-.PHONY: setup system-packages test test-host test-uml report render replay-data bench lab doctor cleanup clean help
+.PHONY: setup system-packages test test-host test-uml report merge render replay-data bench lab doctor cleanup clean help
 
 help:
 	@echo "make report   run every case and render reports/ (HTML, PDF, handout)"
 	@echo "make test     run the test suite on the host kernel and in a UML kernel (real namespaces; needs root)"
+	@echo "make report SHARD=2/4 REPORTS_DIR=dir; make merge SHARDS='dir1 dir2 …'   the course across machines"
 	@echo "make bench    fidelity, capture overhead, pcap engine and report timings"
 	@echo "make replay-data  rerun every case live and ship its runs in data/replay/ (maintainers)"
 	@echo "make lab      JupyterLab on the notebooks with the project's kernel"
@@ -66,10 +72,15 @@ test-uml: setup
 	$(PY) -m pytest $(PYTEST_ARGS) tests/test_course_uml.py
 
 report: setup
-	$(TCPLAB) report --cases $(CASES) --profile $(PROFILE) --edition $(EDITION) --mode $(MODE) --kernel $(KERNEL) $(if $(filter 1,$(FRESH)),--fresh)
+	$(TCPLAB) report --cases $(CASES) --profile $(PROFILE) --edition $(EDITION) --mode $(MODE) --kernel $(KERNEL) \
+	  --reports-dir $(REPORTS_DIR) $(if $(filter 1,$(FRESH)),--fresh) $(if $(SHARD),--shard $(SHARD))
+
+# The handout and summary of a sharded course, from its shards' directories, running nothing.
+merge: setup
+	$(TCPLAB) report --merge $(SHARDS) --edition $(EDITION) --reports-dir $(REPORTS_DIR)
 
 render: setup
-	$(TCPLAB) report --cases $(CASES) --edition $(EDITION) --render-only
+	$(TCPLAB) report --cases $(CASES) --edition $(EDITION) --reports-dir $(REPORTS_DIR) --render-only
 
 # Maintainers: refresh the recorded runs that replay mode ships (data/replay/).
 replay-data: setup
