@@ -37,6 +37,7 @@ from typing import Any, Iterator, Mapping
 
 import pandas as pd
 
+from .files import is_partial, write_atomically
 from .lab.state import process_alive
 
 __all__ = ["SCHEMA", "Run", "RunWriter", "data_root", "environment", "find_run", "key_of", "list_runs",
@@ -129,9 +130,7 @@ def environment(**extra: Any) -> dict[str, Any]:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, indent=2, default=str))
 
 
 def _new_run_id() -> str:
@@ -290,7 +289,7 @@ class RunWriter:
 
     def _meta(self, status: str, error: str | None) -> dict[str, Any]:
         files = sorted(str(p.relative_to(self.dir)) for p in self.dir.rglob("*")
-                       if p.is_file() and p.name != RUN_JSON and not p.name.endswith(".tmp"))
+                       if p.is_file() and p.name != RUN_JSON and not is_partial(p))
         return {
             "schema": SCHEMA, "case": self.case, "run_id": self.run_id, "status": status, "error": error,
             "pid": os.getpid(), "key": self.key, "params": self.params, "environment": self.environment,

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ..files import partial_name, write_atomically
 from ..runs import RUN_JSON, Run, data_root, runs_root
 from ..units import ParameterError
 
@@ -32,10 +33,7 @@ def replay_root(replay_dir: str | os.PathLike | None = None) -> Path:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
 def empty_index() -> dict[str, Any]:
@@ -66,7 +64,7 @@ def save(case: str, *, runs_dir: str | os.PathLike | None = None,
     staging.mkdir(parents=True)
     for label, run_dir in index["runs"].items():
         run = Run.load(runs_root(runs_dir) / case / run_dir)
-        shutil.copytree(run.dir, staging / label, ignore=shutil.ignore_patterns("logs", "*.tmp"))
+        shutil.copytree(run.dir, staging / label, ignore=shutil.ignore_patterns("logs", partial_name("*").name))
         meta = json.loads((staging / label / RUN_JSON).read_text())
         meta["files"] = [f for f in meta.get("files", []) if not f.startswith("logs/")]
         _write_json(staging / label / RUN_JSON, meta)

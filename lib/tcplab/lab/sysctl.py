@@ -18,6 +18,7 @@ import time
 from pathlib import Path as FsPath
 from typing import Iterator, Mapping
 
+from ..files import write_atomically
 from ..units import ParameterError
 from . import netns, state
 
@@ -232,12 +233,7 @@ def restore_host() -> dict[str, str]:
 
 
 def _write_atomic(path: FsPath, data: object) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as fh:
-        json.dump(data, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data), sync=True)
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, Callable
 
+from ..files import write_atomically
 from . import state
 
 #: Modules the lab cannot do without; a kernel that cannot load one is refused at boot.
@@ -161,10 +162,7 @@ class UmlRecord:
             return None
 
     def save(self) -> None:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.__dict__))
-        os.replace(tmp, self.file)
+        write_atomically(self.file, json.dumps(self.__dict__))
 
     @classmethod
     def all(cls) -> list["UmlRecord"]:

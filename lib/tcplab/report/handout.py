@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..files import write_atomically
 from .context import ReportContext
 from .html import page_assets, section_anchor
 from .scores import Scores
@@ -89,8 +90,4 @@ def render_handout(sections: list[CaseSection], *, context: ReportContext,
 
 def write_handout(sections: list[CaseSection], html_path: str | Path, *,
                   context: ReportContext, katex_dir: str | Path | None = None) -> Path:
-    html_path = Path(html_path)
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    html_path.write_text(render_handout(sections, context=context, katex_dir=katex_dir),
-                         encoding="utf-8")
-    return html_path
+    return write_atomically(html_path, render_handout(sections, context=context, katex_dir=katex_dir))
