@@ -15,6 +15,7 @@ import re
 import sys
 from pathlib import Path
 
+from .files import write_atomically
 from .lab.kernels import KERNELS, choose_kernel
 from .units import ParameterError
 
@@ -93,7 +94,7 @@ def main_report(argv: list[str]) -> int:
     from . import report
     from .report.shards import SUMMARY, Shard, merge
 
-    formats = [f for f in args.formats.split(",") if f]
+    formats = report.check_formats(f.strip() for f in args.formats.split(",") if f.strip())
     if args.merge:
         clashing = [name for name, given in (("--cases", args.cases is not None), ("--shard", args.shard),
                                               ("--render-only", args.render_only), ("--fresh", args.fresh))
@@ -138,7 +139,7 @@ def main_report(argv: list[str]) -> int:
 def _finish(result, out_dir: Path, summary_name: str) -> int:
     """Write the summary, say how it went, and give ``tcplab report``'s exit status."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / summary_name).write_text(json.dumps(result.to_json(), indent=2))
+    write_atomically(out_dir / summary_name, json.dumps(result.to_json(), indent=2))
     print(result.summary())
     for fmt, path in result.handout.items():
         print(f"handout ({fmt}): {path}")

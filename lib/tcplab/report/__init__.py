@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ..files import write_atomically
+from ..units import ParameterError
 from .context import ReportContext, combine_backends, combine_kernels
 from .editions import EDITIONS, check_edition
 from .execute import DEFAULT_CELL_TIMEOUT_S, ExecutionResult, execute_notebook
@@ -175,11 +177,18 @@ def _as_cases(cases: Iterable[str | Path | Case]) -> list[Case]:
     return result
 
 
-def _check_formats(formats: Iterable[str], chromium: str | Path | None) -> tuple[str, ...]:
+def check_formats(formats: Iterable[str]) -> tuple[str, ...]:
+    """The output formats asked for, once each, in order; refused unless each is known."""
     formats = tuple(dict.fromkeys(formats))
     unknown = [f for f in formats if f not in FORMATS]
-    if unknown:
-        raise ValueError(f"formats must be among {', '.join(FORMATS)}; got {', '.join(unknown)}")
+    if unknown or not formats:
+        raise ParameterError("--formats", ",".join(formats), f"one or more of {', '.join(FORMATS)}, comma-separated",
+                             f"unknown: {', '.join(unknown)}" if unknown else "none given")
+    return formats
+
+
+def _check_formats(formats: Iterable[str], chromium: str | Path | None) -> tuple[str, ...]:
+    formats = check_formats(formats)
     if "pdf" in formats:
         # Before hours of measurement, not after them.
         find_chromium(chromium)
@@ -276,8 +285,7 @@ class _Rendering:
             page = case_page(cells, context=context, case_id=report.case_id,
                              title=report.title, error=report.error,
                              traceback=report.traceback, katex_dir=self.katex_dir)
-            html_path.parent.mkdir(parents=True, exist_ok=True)
-            html_path.write_text(page, encoding="utf-8")
+            write_atomically(html_path, page)
             report.outputs["html"] = html_path
         except Exception as exc:  # noqa: BLE001 - a page that fails is recorded, not fatal
             report.render_errors.append(f"html: {type(exc).__name__}: {exc}")

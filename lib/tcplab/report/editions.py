@@ -15,6 +15,8 @@ import copy
 import nbformat
 from nbconvert.preprocessors import TagRemovePreprocessor
 
+from ..units import ParameterError
+
 __all__ = ["EDITIONS", "EDITION_TAGS", "apply_edition", "check_edition"]
 
 EDITIONS = ("student", "instructor")
@@ -29,7 +31,7 @@ EDITION_TAGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 
 def check_edition(edition: str) -> str:
     if edition not in EDITION_TAGS:
-        raise ValueError(f"edition must be one of {', '.join(EDITIONS)}; got {edition!r}")
+        raise ParameterError("edition", edition, "one of " + ", ".join(EDITIONS))
     return edition
 
 
