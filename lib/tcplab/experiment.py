@@ -25,6 +25,7 @@ import traceback
 from typing import Any, Mapping, Sequence
 
 from .lab import Path, PathSpec
+from .lab.state import checkpoint
 from .observe import Capture, ObserveSpec, SsSampler, Tracepoints, points_for
 from .observe.counters import counter_delta, counters_in
 from .observe.health import RunHealth, group_run_delay, judged, reasons_of, wait_share
@@ -158,12 +159,14 @@ class Experiment:
                 points = points_for(self.path, spec.capture, self.workload.sender())
                 observed["capture"] = stack.enter_context(
                     Capture(points, writer.dir, port, snaplen=spec.snaplen, max_bytes=spec.capture_limit))
+                checkpoint("capture-listening")
             if spec.telemetry:
                 hosts = {h.name: h.ns for h in (self.path.client, self.path.server)}
                 observed["ss"] = stack.enter_context(SsSampler(hosts, port, spec.interval))
             observed["health"] = stack.enter_context(RunHealth(self.path))  # read again once the workload stopped
             running = self.workload.launch(self.path, writer.logdir)
             stack.callback(running.stop)
+            checkpoint("mid-transfer")
             try:
                 observed["app"] = running.wait()
             except WorkloadError as exc:

@@ -20,10 +20,12 @@ import time
 from pathlib import Path as FsPath
 from typing import Any
 
+from ..files import write_atomically
+from .state import die_with_parent
+
 __all__ = ["LATE_EDGES_S", "Lateness", "Snapshots", "prepare_helper", "write_stats", "read_stats",
            "request_snapshot", "stop_helper"]
 
-PR_SET_PDEATHSIG = 1
 PR_SET_TIMERSLACK = 29
 
 #: Upper edges (s) of the histogram's buckets; a last bucket holds anything later.
@@ -32,9 +34,9 @@ LATE_EDGES_S = (10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3, 1
 
 def prepare_helper() -> None:
     """In a helper process that keeps time for a run: die with its parent, wake on time."""
-    libc = ctypes.CDLL(None, use_errno=True)
     # If the experiment runner is killed with -9, this process must not outlive it.
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    die_with_parent()
+    libc = ctypes.CDLL(None, use_errno=True)
     # The default 50 µs timer slack would add straight to every due time.
     libc.prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
 
@@ -100,12 +102,8 @@ class Snapshots:
 
 def write_stats(path: str | None, stats: dict[str, Any]) -> None:
     """Replace the stats file at once (a reader never sees half of it)."""
-    if not path:
-        return
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(stats, fh)
-    os.replace(tmp, path)
+    if path:
+        write_atomically(path, json.dumps(stats))
 
 
 def read_stats(path: FsPath) -> dict[str, Any]:

@@ -293,11 +293,13 @@ class LinkEmulator:
         send(self.router_ns, requests)
         if any(r.kind == "netem" for r in requests):
             self._netem_ifnames.append(out_ifname)
+        state.checkpoint("shaping-applied")
         if self.backend == "delayline" and (shape.delay or shape.loss or shape.jitter):
             line = DelayLine(self.router_ns, in_ifname, queue_num, shape,
                              seed=self.seed + queue_num, workdir=self._workdir)
             self.delay_lines.append(line)
             line.start()
+            state.checkpoint("delay-line-started")
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         """Each delay line's counters now, by direction (``queueN``); {} with netem, which keeps

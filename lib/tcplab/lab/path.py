@@ -13,7 +13,6 @@ exception and on SIGINT/SIGTERM; ``tcplab cleanup`` removes what a killed run le
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import os
 import platform
 import secrets
@@ -26,7 +25,7 @@ from pyroute2.ethtool import Ethtool
 
 from ..params import Params, param
 from ..units import ParameterError, format_duration
-from . import netns, sysctl
+from . import netns, state, sysctl
 from .kernels import lab_kernel
 from .link import BACKENDS, LinkEmulator, LinkShape, choose_backend
 
@@ -285,6 +284,7 @@ class Path:
                 netns.create(host.ns)
             self._wire()
             self._tune()
+            state.checkpoint("path-built")
             self._shape()
         except BaseException:
             self.stop()

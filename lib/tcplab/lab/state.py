@@ -7,6 +7,7 @@ too, so nothing kept here can outlive what it describes.
 import contextlib
 import fcntl
 import os
+import signal
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -59,6 +60,32 @@ def process_alive(pid: object) -> bool:
         return True
     fields = stat_fields(pid)
     return fields is not None and fields[0] != "Z"
+
+
+def die_with_parent(signum: int = signal.SIGTERM) -> None:
+    """In a child process (as ``preexec_fn``, or first thing in a helper): get ``signum`` when
+    the process that started it dies, even by kill -9, so that no helper outlives its run."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signum, 0, 0, 0)
+
+
+#: The moments of a run where a crash would leave the most behind, in the order a run reaches
+#: them: the fault matrix (tests/test_faults.py) kills a run at each and then checks what
+#: ``tcplab cleanup`` finds.
+PHASES = ("path-built", "shaping-applied", "delay-line-started", "capture-listening", "mid-transfer",
+          "rendering")
+#: Names one of PHASES: a process that reaches it stops itself (SIGSTOP) for the fault matrix to
+#: kill it there, so "killed while the capture listened" is a certainty, not a race.
+STOP_AT_ENV = "TCPLAB_STOP_AT"
+
+
+def checkpoint(phase: str) -> None:
+    """Mark that this process has reached ``phase`` (one of PHASES); a no-op unless
+    $TCPLAB_STOP_AT names it."""
+    if os.environ.get(STOP_AT_ENV) == phase:
+        os.kill(os.getpid(), signal.SIGSTOP)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ..files import partial_name
+
 __all__ = ["ChromiumNotFound", "PdfError", "find_chromium", "html_to_pdf", "DEFAULT_TIMEOUT_S"]
 
 DEFAULT_TIMEOUT_S = 120
@@ -80,25 +82,31 @@ def html_to_pdf(html_path: str | Path, pdf_path: str | Path, *,
     pdf_path = target.resolve()
     if not html_path.is_file():
         raise FileNotFoundError(f"no HTML to print: {html_path}")
+    from ..lab.state import checkpoint, die_with_parent
+
     binary = find_chromium(chromium)
     pdf_path.parent.mkdir(parents=True, exist_ok=True)
     # Written beside the target and moved into place, so a failed print never leaves a
     # truncated PDF that looks like a result.
-    partial = pdf_path.with_name(f".{pdf_path.name}.partial")
+    partial = partial_name(pdf_path)
     partial.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="tcplab-chromium-") as profile:
         command = chromium_command(binary, html_path, partial, Path(profile))
-        try:
-            proc = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, timeout=timeout_s, check=False,
-                                  env={**os.environ, "HOME": profile})
-        except subprocess.TimeoutExpired as exc:
-            partial.unlink(missing_ok=True)
-            raise PdfError(f"chromium did not finish printing {html_path} within "
-                           f"{timeout_s:g} s") from exc
+        # Chromium ends with us, however we end (a killed `tcplab report` must leave no browser).
+        with subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "HOME": profile}, preexec_fn=die_with_parent) as proc:
+            checkpoint("rendering")
+            try:
+                _, stderr = proc.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired as exc:
+                proc.kill()
+                proc.communicate()
+                partial.unlink(missing_ok=True)
+                raise PdfError(f"chromium did not finish printing {html_path} within "
+                               f"{timeout_s:g} s") from exc
     if proc.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
         partial.unlink(missing_ok=True)
-        detail = _last_lines(proc.stderr.decode("utf-8", "replace"))
+        detail = _last_lines(stderr.decode("utf-8", "replace"))
         raise PdfError(f"chromium failed to print {html_path} (exit {proc.returncode}): {detail}")
     partial.replace(pdf_path)
     return target
