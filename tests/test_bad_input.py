@@ -1,0 +1,133 @@
+"""The bad-input matrix: every way in (``tcplab run --set``, ``tcplab lab``, ``tcplab report``,
+``make report``, ``tcplab diagnose``, a notebook's parameters through papermill ``-p``) refuses
+a bad value with the parameter's name and what it accepts, exits with the bad-input code,
+and touches nothing: no run record, no report directory, and (the autouse fixture of
+conftest.py) no namespace, qdisc, iptables rule, sysctl or process. The README's table of
+exit codes and this table belong together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TCPLAB = str(Path(sys.executable).with_name("tcplab"))
+CAPTURE = ROOT / "data" / "replay" / "11-reading-ss"
+#: What a notebook cell does once it touches the machine: builds a path or runs a variant.
+TOUCHES = ("lab.path(", "lab.run(", "lab.sweep(", "Path(", "lab.holding(")
+
+
+def _a_capture() -> Path:
+    return next(CAPTURE.rglob("*.pcap"))
+
+
+def _not_a_capture(tmp: Path) -> Path:
+    path = tmp / "notes.pcap"
+    path.write_text("these are notes, not packets\n")
+    return path
+
+
+# (surface, arguments, the parameter named, a piece of what it accepts)
+MATRIX = [
+    ("run", ["bulk", "--set", "rtt=-5ms"], "rtt", "from 0 ms to 20 s"),
+    ("run", ["bulk", "--set", "rtt=fast"], "rtt", "a duration"),
+    ("run", ["bulk", "--set", "rate=0"], "rate", "to 10 Gbit/s"),
+    ("run", ["bulk", "--set", "loss=150%"], "loss", "from 0 % to 100 %"),
+    ("run", ["bulk", "--set", "rtt=20ms", "--set", "jitter=30ms"], "jitter", "at most the delay"),
+    ("run", ["bulk", "--set", "rtt=20ms", "--set", "delay=30ms"], "delay", "half of rtt"),
+    ("run", ["bulk", "--set", "backend=tc"], "backend", "one of auto, netem, delayline"),
+    ("run", ["bulk", "--set", "kernel=vax"], "kernel", "one of host, uml"),
+    ("run", ["bulk", "--set", "mtu=100"], "mtu", "from 576 to 9000"),
+    ("run", ["bulk", "--set", "cc=warp"], "cc", "one of"),
+    ("run", ["bulk", "--set", "initcwnd=0"], "initcwnd", "from 1 to 1000"),
+    ("run", ["bulk", "--set", "offloads=maybe"], "offloads", "true or false"),
+    ("run", ["bulk", "--set", "queue=-1"], "queue", "at least one packet"),
+    ("run", ["bulk", "--set", "size=0"], "size", "(excluded)"),
+    ("run", ["bulk", "--set", "direction=sideways"], "direction", "one of download, upload"),
+    ("run", ["bulk", "--set", "sndbuf=10GB"], "sndbuf", "to 2 GB"),
+    ("run", ["reqresp", "--set", "requests=0"], "requests", "from 1 to 100000"),
+    ("run", ["bulk", "--set", "colour=red"], "colour", "path parameters"),
+    ("run", ["bulk", "--set", "rtt"], "--set", "key=value"),
+    ("run", ["teleport"], "WORKLOAD", "one of bulk"),
+    ("lab", ["--set", "rate=fast"], "rate", "a rate"),
+    ("report", ["--cases", "99"], "CASES", "numbers/names of"),
+    ("report", ["--profile", "huge"], "--profile", "'quick', 'full'"),
+    ("report", ["--mode", "sometimes"], "--mode", "'auto', 'live', 'replay'"),
+    ("report", ["--kernel", "vax"], "--kernel", "'host', 'uml', 'auto'"),
+    ("report", ["--edition", "teacher"], "--edition", "'student', 'instructor'"),
+    ("report", ["--formats", "docx"], "--formats", "one or more of html, pdf"),
+    ("report", ["--shard", "0/3"], "--shard", "1 <= I <= N"),
+    ("report", ["--shard", "13/13"], "--shard", "at most the 12 selected"),
+    ("report", ["--merge", "/nonexistent/shard-1"], "--merge", "directories written by tcplab report --shard"),
+    ("report", ["--merge", "/nonexistent/shard-1", "--shard", "1/2"], "--merge", "--merge with --edition"),
+    ("make", ["CASES=99"], "CASES", "numbers/names of"),
+    ("make", ["PROFILE=huge"], "--profile", "'quick', 'full'"),
+    ("make", ["SHARD=two"], "--shard", "I/N"),
+    ("diagnose", ["{not_a_capture}"], "notes.pcap", "not a pcap or pcapng file"),
+    ("diagnose", ["{capture}", "--flow", "99"], "--flow", "a flow number from 0"),
+    ("diagnose", ["{capture}", "--t-range", "5:1"], "--t-range", "A < B"),
+    ("diagnose", ["{capture}", "--t-range", "soon"], "--t-range", "A:B in seconds"),
+    ("papermill", ["00-path-check", "rtt", "-5ms"], "rtt", "from 0 ms to 20 s"),
+    ("papermill", ["00-path-check", "profile", "huge"], "profile", "one of quick, full"),
+    ("papermill", ["03-bdp-sweep", "mode", "sometimes"], "mode", "one of auto, live, replay"),
+    ("papermill", ["04-nagle-delayed-ack", "requests", "0"], "requests", "from 1 to 100000"),
+    ("papermill", ["06-packet-loss", "rate", "fast"], "rate", "a rate"),
+]
+
+
+def _command(surface: str, args: list[str], tmp: Path) -> list[str]:
+    reports = str(tmp / "reports")
+    if surface == "make":
+        return ["make", "--no-print-directory", "-C", str(ROOT), "report", *args, f"REPORTS_DIR={reports}"]
+    if surface == "report":
+        return [TCPLAB, "report", *args, "--reports-dir", reports]
+    if surface == "papermill":
+        notebook, name, value = args
+        return [sys.executable, "-m", "papermill", "--no-progress-bar", "--log-level", "ERROR",
+                str(ROOT / "notebooks" / f"{notebook}.ipynb"), str(tmp / "out.ipynb"), "-p", name, value]
+    if surface == "diagnose":
+        fill = {"capture": str(_a_capture()), "not_a_capture": str(_not_a_capture(tmp))}
+        args = [a.format(**fill) for a in args]
+    return [TCPLAB, surface, *args]
+
+
+def _failing_cell_touched_nothing(executed: Path) -> None:
+    """The notebook stopped in a cell at or before its first one that touches the machine,
+    and that cell stopped before touching it: the refusal came first."""
+    nb = nbformat.read(executed, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    failed = next(i for i, c in enumerate(code) if any(o.get("output_type") == "error" for o in c.get("outputs", [])))
+    ran_before = [c.source for c in code[:failed]]
+    assert not any(mark in source for source in ran_before for mark in TOUCHES), ran_before
+
+
+@pytest.mark.parametrize("surface, args, name, accepted", MATRIX, ids=[f"{m[0]}:{' '.join(m[1])}" for m in MATRIX])
+def test_bad_input_is_refused_by_name_with_what_is_accepted_and_touches_nothing(tmp_path, surface, args, name,
+                                                                                 accepted):
+    data = tmp_path / "data"
+    env = {**os.environ, "TCPLAB_DATA": str(data)}
+    out = subprocess.run(_command(surface, args, tmp_path), capture_output=True, text=True, env=env, timeout=300)
+    said = out.stdout + out.stderr
+    assert name in said and accepted in said, said[-3000:]
+    assert "Traceback" not in said or surface == "papermill", said[-3000:]
+    if surface == "papermill":
+        # papermill's own code for a notebook that raised; the ParameterError is the cell's.
+        assert out.returncode == 1 and "ParameterError" in said
+        _failing_cell_touched_nothing(tmp_path / "out.ipynb")
+    else:
+        assert out.returncode == 2, (out.returncode, said[-3000:])  # make's own code for a failed recipe is 2 too
+    assert not data.exists(), sorted(str(p) for p in data.rglob("*"))
+    assert not (tmp_path / "reports").exists()
+
+
+def test_the_matrix_covers_every_surface_and_enough_inputs():
+    surfaces = {m[0] for m in MATRIX}
+    assert surfaces == {"run", "lab", "report", "make", "diagnose", "papermill"} and len(MATRIX) >= 25
+    assert len({json.dumps(m[:2]) for m in MATRIX}) == len(MATRIX)  # no input twice
