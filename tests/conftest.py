@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tcplab.lab import cleanup, netns, sysctl
-from tcplab.lab.state import processes
+from tcplab.lab.state import process_alive, processes
+from tcplab.observe.trace import instance_owner
 
 HOST_KEYS = sysctl.HOST_GLOBAL
 TRACE_INSTANCES = Path("/sys/kernel/tracing/instances")
@@ -54,6 +55,10 @@ def _owned_elsewhere(name: str) -> bool:
     return cleanup.owner_alive(name) and netns.owner_of(name) not in _children()
 
 
+def _alive_elsewhere(pid: int | None) -> bool:
+    return pid is not None and pid != os.getpid() and process_alive(pid) and pid not in _children()
+
+
 @pytest.fixture(autouse=True)
 def leaves_nothing_behind(request):
     if os.geteuid() != 0:
@@ -71,7 +76,9 @@ def leaves_nothing_behind(request):
     for key in ("sysctls", "iptables", "qdiscs", "guard_record"):
         if after[key] != before[key]:
             problems.append(f"{key} changed: {before[key]!r} -> {after[key]!r}")
-    new_trace = after["trace_instances"] - before["trace_instances"]
+    # Likewise a trace instance of another live process (a user's `tcplab run` beside the suite).
+    new_trace = {name for name in after["trace_instances"] - before["trace_instances"]
+                 if not _alive_elsewhere(instance_owner(name))}
     if new_trace:
         problems.append(f"trace instances left: {sorted(new_trace)}")
     new_children = after["children"] - before["children"]

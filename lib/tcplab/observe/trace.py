@@ -63,7 +63,8 @@ def ensure_tracefs() -> bool:
     return (TRACEFS / "events").is_dir()
 
 
-def _owner(name: str) -> int | None:
+def instance_owner(name: str) -> int | None:
+    """The pid of the process that made the trace instance ``name`` (None: not one of ours)."""
     pid = name[len(INSTANCE_PREFIX):].split("-", 1)[0]
     return int(pid) if pid.isdigit() else None
 
@@ -75,7 +76,7 @@ def cleanup_instances(*, force: bool = False) -> list[str]:
         return []
     removed = []
     for directory in sorted(instances.glob(INSTANCE_PREFIX + "*")):
-        owner = _owner(directory.name)
+        owner = instance_owner(directory.name)
         if not force and owner is not None and owner != os.getpid() and process_alive(owner):
             continue
         try:
