@@ -29,7 +29,7 @@ APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark tcptrace iputils-ping p
                 libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
                 poppler-utils libjs-katex user-mode-linux kmod
 
-.PHONY: setup system-packages test test-host test-uml report merge render replay-data bench lab doctor cleanup clean help
+.PHONY: setup system-packages test test-host test-uml report merge render replay-data bench stress lab doctor cleanup clean help
 
 help:
 	@echo "make report   run every case and render reports/ (HTML, PDF, handout)"
@@ -89,6 +89,10 @@ replay-data: setup
 
 bench: setup
 	$(PY) bench/run_all.py
+
+# Zero flakes, measured: the quick course 5 times quiet and 5 times beside a CPU hog (bench/results/stress-*.json).
+stress: setup
+	$(PY) bench/stress_course.py
 
 lab: setup
 	$(VENV)/bin/jupyter lab --allow-root --ip=127.0.0.1 --notebook-dir=notebooks
