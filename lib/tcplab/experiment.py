@@ -183,8 +183,10 @@ class Experiment:
             writer.observe["capture"] = [stat.to_dict() for stat in capture.stats]
             for label, lines in capture.logs.items():
                 writer.write_log(f"tcpdump-{label}.log", "\n".join(lines) + "\n")
+        telemetry = None
         if (sampler := observed.get("ss")) is not None:
-            writer.write_table("telemetry.parquet", sampler.frame())
+            telemetry = sampler.frame()
+            writer.write_table("telemetry.parquet", telemetry)
             writer.observe["telemetry"] = {"tool": "ss", "samples": sampler.sample_count,
                                            "interval_s": sampler.interval, "errors": sampler.errors}
         if (counters := observed.get("counters")) is not None:
@@ -193,7 +195,7 @@ class Experiment:
             writer.write_table("trace.parquet", tracer.frame())
             writer.observe["trace"] = tracer.summary()
         if (health := observed.get("health")) is not None:
-            writer.observe["health"] = health.summary()
+            writer.observe["health"] = health.summary(telemetry)
 
 
 def _run_here(experiment: Experiment) -> tuple[str, str | None]:

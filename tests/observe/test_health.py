@@ -78,3 +78,23 @@ def test_wait_share_counts_new_processes_whole_and_judges_a_uml_kernel():
     assert health.judged({"disturbed": []}, uml_cpu_wait_share=limit / 2)["disturbed"] == []
     (reason,) = health.judged({"disturbed": []}, uml_cpu_wait_share=limit * 2)["disturbed"]
     assert reason.startswith("the UML kernel's processes waited")
+
+
+def test_base_rtt_allows_the_emulations_floor_and_a_packet_each_way():
+    import pandas as pd
+
+    from tcplab.lab import PathSpec
+
+    spec = PathSpec(rtt="20ms", rate="10mbit")
+    samples = pd.DataFrame({"side": ["client", "server", "server"], "minrtt": [0.0212, 0.0205, float("nan")]})
+    base = health.base_rtt(spec, samples)
+    # 20 ms + a 1500-byte packet each way at 10 Mbit/s (2.4 ms) + 10 % of 20 ms.
+    assert base == {"configured_s": pytest.approx(0.020), "min_rtt_s": 0.0205, "allowed_s": pytest.approx(0.0244)}
+    assert health.verdict({"base_rtt": base}) == []
+    slow = {**base, "min_rtt_s": 0.031}
+    assert health.verdict({"base_rtt": slow}) == [
+        "no round trip of the run was below 31 ms on a path of 20 ms (limit 24.4 ms)"]
+    # Unshaped and without delay: the floor of 1 ms.
+    assert health.base_rtt(PathSpec(), samples.assign(minrtt=0.0004))["allowed_s"] == pytest.approx(0.001)
+    assert health.base_rtt(spec, None) is None and health.base_rtt(spec, samples.drop(columns="minrtt")) is None
+    assert health.base_rtt(spec, samples.assign(minrtt=float("nan"))) is None

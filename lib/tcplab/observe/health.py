@@ -22,6 +22,7 @@ trustworthy its numbers are.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from typing import Any, Mapping
 from ..lab.state import processes
 
 __all__ = ["CpuReading", "read_cpu", "cpu_shares", "group_run_delay", "wait_share", "late_quantiles", "RunHealth",
-           "verdict", "judged", "reasons_of", "LIMITS"]
+           "verdict", "judged", "reasons_of", "base_rtt", "LIMITS"]
 
 PSI_CPU = "/proc/pressure/cpu"
 PROC_STAT = "/proc/stat"
@@ -48,6 +49,13 @@ UML_WAIT_LIMIT = 0.1
 #: the lab's own processes, at normal priority, still get their CPU on time. A UML kernel's
 #: wait: see UML_WAIT_LIMIT.
 LIMITS = {"delay_line_late_mean_s": 0.5e-3, "uml_cpu_wait_share": UML_WAIT_LIMIT, "cpu_steal_share": 0.05}
+
+#: The kernel's lowest round trip of a run (ss ``minrtt``) may exceed the configured one by one
+#: full-sized packet's transmission each way at the bottleneck rate, and by this much more: the
+#: emulation's own floor (the delay line +0.09–0.48 ms, UML's netem +0.26–0.82 ms in
+#: bench/results/fidelity.json) with room to spare. Beyond it not a single round trip of the
+#: run was as short as the path asked: the one reading netem on a host kernel has.
+BASE_RTT_SLACK_S, BASE_RTT_SLACK_SHARE = 1e-3, 0.10
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,23 @@ def late_quantiles(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
             "late_p99_s": quantile(0.99), "late_worst_s": edges[min(worst, len(edges) - 1)]}
 
 
+def base_rtt(spec: Any, telemetry: Any) -> dict[str, float] | None:
+    """The path's configured round trip (``spec``, a PathSpec) beside the lowest one the kernel
+    measured in the run (the smaller of both ends' ``minrtt`` in the ss samples ``telemetry``),
+    and how far above the configured one that may be (see BASE_RTT_SLACK_S); None without
+    samples."""
+    if telemetry is None or "minrtt" not in getattr(telemetry, "columns", ()):
+        return None
+    measured = float(telemetry["minrtt"].min())
+    if not math.isfinite(measured):
+        return None
+    shapes = spec.shapes().values()
+    configured = sum(shape.delay for shape in shapes)
+    frames = sum(8 * spec.mtu / shape.rate for shape in shapes if shape.rate)  # the slack covers framing
+    allowed = configured + frames + max(BASE_RTT_SLACK_S, BASE_RTT_SLACK_SHARE * configured)
+    return {"configured_s": configured, "min_rtt_s": measured, "allowed_s": allowed}
+
+
 def verdict(health: Mapping[str, Any]) -> list[str]:
     """Why the run counts as disturbed, one reason per reading beyond :data:`LIMITS`."""
     reasons = []
@@ -170,6 +195,10 @@ def verdict(health: Mapping[str, Any]) -> list[str]:
     steal = health.get("cpu_steal_share")
     if steal is not None and steal > LIMITS["cpu_steal_share"]:
         reasons.append(f"{steal:.0%} of CPU time stolen by the hypervisor (limit {LIMITS['cpu_steal_share']:.0%})")
+    base = health.get("base_rtt")
+    if base and base["min_rtt_s"] > base["allowed_s"]:
+        reasons.append(f"no round trip of the run was below {base['min_rtt_s'] * 1e3:.3g} ms on a path of "
+                       f"{base['configured_s'] * 1e3:.3g} ms (limit {base['allowed_s'] * 1e3:.3g} ms)")
     return reasons
 
 
@@ -193,11 +222,15 @@ class RunHealth:
     def __exit__(self, *exc: object) -> None:
         self._read()
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, telemetry: Any = None) -> dict[str, Any]:
+        """The readings and the verdict; ``telemetry``: the run's ss samples, for the kernel's
+        lowest round trip against the configured one (:func:`base_rtt`)."""
         if len(self._cpu) < 2:
             return {}
         readings: dict[str, Any] = {"wall_s": self._cpu[1].time - self._cpu[0].time,
                                     **cpu_shares(self._cpu[0], self._cpu[1])}
+        if (base := base_rtt(self.path.spec, telemetry)) is not None:
+            readings["base_rtt"] = base
         before, after = self._lines
         if before or after:
             readings["delay_line"] = {d: late_quantiles(before.get(d, {}), after.get(d, {}))
