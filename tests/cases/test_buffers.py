@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -163,6 +165,26 @@ def test_a_guard_nests_inside_one_this_process_holds(stock_limits):
         # after a crash here, cleanup must restore the machine's own values, not the outer guard's
         original = json.loads(sysctl.GUARD_RECORD.read_text())["original"]
         assert original[buffers.WMEM_MAX] != str(STOCK) and "net.ipv4.tcp_mem" in original
+    assert sysctl.read(buffers.WMEM_MAX) == str(STOCK)
+    assert set(json.loads(sysctl.GUARD_RECORD.read_text())["original"]) == set(LIMITS)
+
+
+_CHILD_GUARD = """
+import json, sys
+from tcplab.lab import sysctl
+with sysctl.HostGuard({"net.core.wmem_max": 262144}, wait=5):
+    print(sysctl.read("net.core.wmem_max"), json.loads(sysctl.GUARD_RECORD.read_text())["original"]["net.core.wmem_max"])
+"""
+
+
+@pytest.mark.kernel
+def test_a_guard_nests_inside_one_an_ancestor_holds(stock_limits):
+    """The course run with stock limits: a notebook's kernel, a descendant of the process
+    holding the guard, raises one limit for its path and puts back the stock value."""
+    child = subprocess.run([sys.executable, "-c", _CHILD_GUARD], capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0, child.stderr  # no wait for the lock the ancestor holds
+    raised, saved = child.stdout.split()
+    assert raised == "262144" and saved != str(STOCK)  # the record keeps the machine's own value
     assert sysctl.read(buffers.WMEM_MAX) == str(STOCK)
     assert set(json.loads(sysctl.GUARD_RECORD.read_text())["original"]) == set(LIMITS)
 

@@ -40,6 +40,15 @@ def stat_fields(pid: int | str) -> list[str] | None:
         return None
 
 
+def ancestors(pid: int | None = None) -> list[int]:
+    """The parent of ``pid`` (default: this process), its parent, and so on up to init."""
+    found, current = [], os.getpid() if pid is None else pid
+    while (fields := stat_fields(current)) is not None and (parent := int(fields[1])) > 0:
+        found.append(parent)
+        current = parent
+    return found
+
+
 def processes() -> Iterator[tuple[int, list[str]]]:
     """Every process now, with its :func:`stat_fields` (those gone meanwhile left out)."""
     for name in os.listdir("/proc"):

@@ -138,7 +138,9 @@ class HostGuard:
     for a whole path whose own guard raises one of them): it takes no lock, adds to the
     record only the keys no outer guard had saved (the record keeps the machine's true
     values), and puts back the values it found when it exits. Nested guards exit in reverse
-    order, as ``with`` blocks do.
+    order, as ``with`` blocks do. A guard held by a process this one descends from encloses
+    it the same way: the course run with stock limits for all its notebooks, each of whose
+    kernels raises a limit for one path (the notebooks run one at a time).
     """
 
     def __init__(self, settings: Mapping[str, object], *, wait: float = 600.0) -> None:
@@ -155,7 +157,11 @@ class HostGuard:
         self._lock_fd: int | None = None
 
     def __enter__(self) -> "HostGuard":
+        self._inherited = False
         if _held and _held[0]._owner == os.getpid():
+            return self._nest()
+        if _held_by_an_ancestor():
+            self._inherited = True
             return self._nest()
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self._lock_fd = os.open(GUARD_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
@@ -200,7 +206,7 @@ class HostGuard:
             return
         if _held[-1] is not self:
             raise RuntimeError("host guards must exit in reverse order of entry")
-        if _held[0] is not self:  # nested: back to the values the enclosing guard had set
+        if _held[0] is not self or self._inherited:  # nested: back to the values the enclosing guard set
             try:
                 for key, value in self._found.items():
                     write(key, value)
@@ -219,6 +225,15 @@ class HostGuard:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
                 os.close(self._lock_fd)
                 self._lock_fd = None
+
+
+def _held_by_an_ancestor() -> bool:
+    """Whether the guard's record belongs to a process this one descends from."""
+    try:
+        holder = json.loads(GUARD_RECORD.read_text())["pid"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return holder in state.ancestors()
 
 
 def restore_host() -> dict[str, str]:
