@@ -51,10 +51,12 @@ def course(cases: str, kernel: str, profile: str) -> tuple[dict, float, int]:
         reports = Path(tmp) / "reports"
         env = {**os.environ, "TCPLAB_DATA": str(Path(tmp) / "data")}
         start = time.monotonic()
-        code = subprocess.run([sys.executable, "-m", "tcplab.cli", "report", "--cases", cases, "--profile", profile,
+        done = subprocess.run([sys.executable, "-m", "tcplab.cli", "report", "--cases", cases, "--profile", profile,
                                "--mode", "live", "--kernel", kernel, "--fresh", "--formats", "html",
-                               "--reports-dir", str(reports)], env=env, check=False).returncode
-        wall = time.monotonic() - start
+                               "--reports-dir", str(reports)], env=env, check=False, capture_output=True, text=True)
+        wall, code = time.monotonic() - start, done.returncode
+        if code not in (0, 1, 4):  # 1 and 4 are tallied below; anything else is a crash worth reading
+            print(done.stdout[-2000:], done.stderr[-3000:], sep="\n")
         summary_path = reports / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"cases": []}
     return summary, wall, code
@@ -112,7 +114,8 @@ def main() -> int:
                             for r in case_rows if r["load"] == load_name) for load_name in loads}
     kernel = next((s.get("kernel") for runs_ in summaries.values() for s in runs_ if s.get("kernel")), args.kernel)
     print(f"goal met: {goals}")
-    path = save(f"stress-{args.profile}-{kernel}", check_rows, cases=case_rows, runs=runs, goals_met=goals,
+    kind = "uml" if "uml" in str(kernel).lower() else "host"
+    path = save(f"stress-{args.profile}-{kind}", check_rows, kernel=kernel, cases=case_rows, runs=runs, goals_met=goals,
                 hog="one busy loop at normal priority pinned to CPU 0", runs_per_load=args.runs)
     print(f"saved {path}")
     return 0 if all(goals.values()) else 1
