@@ -92,7 +92,7 @@ def main_report(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     from . import report
-    from .report.shards import SUMMARY, Shard, merge
+    from .report.shards import Shard, merge
 
     formats = report.check_formats(f.strip() for f in args.formats.split(",") if f.strip())
     if args.merge:
@@ -107,7 +107,7 @@ def main_report(argv: list[str]) -> int:
         if result.origin["missing_shards"]:
             print(f"tcplab report: shard(s) {', '.join(result.origin['missing_shards'])} missing: "
                   "their cases did not run", file=sys.stderr)
-        return _finish(result, args.reports_dir, SUMMARY)
+        return _finish(result, args.reports_dir)
     cases = select_cases(args.cases or "all", args.notebooks_dir)
     shard = Shard.parse(args.shard) if args.shard is not None else None
     origin = {}
@@ -116,13 +116,14 @@ def main_report(argv: list[str]) -> int:
             raise ParameterError("--shard", args.shard, "--shard to run cases", "--render-only runs nothing")
         origin = shard.record(cases)
         cases = shard.pick(cases)
+    # Refused before the reports folder is made: live mode where no kernel can run the lab.
+    mode, why = (None, None) if args.render_only else choose_mode(args.mode, args.kernel)
     args.reports_dir.mkdir(parents=True, exist_ok=True)
     if args.render_only:
         result = report.render_only(cases, reports_dir=args.reports_dir, output_dir=args.output_dir,
                                     notebooks_dir=args.notebooks_dir,
                                     edition=args.edition, formats=formats, profile=args.profile)
     else:
-        mode, why = choose_mode(args.mode, args.kernel)
         part = f", shard {shard.label}" if shard else ""
         print(f"tcplab report: {len(cases)} case(s){part}, profile {args.profile}, edition {args.edition}, "
               f"mode {mode} ({why})", flush=True)
@@ -133,13 +134,15 @@ def main_report(argv: list[str]) -> int:
         )
         result.origin = origin
     out_dir = args.output_dir if args.render_only and args.output_dir else args.reports_dir
-    return _finish(result, out_dir, SUMMARY)
+    return _finish(result, out_dir)
 
 
-def _finish(result, out_dir: Path, summary_name: str) -> int:
+def _finish(result, out_dir: Path) -> int:
     """Write the summary, say how it went, and give ``tcplab report``'s exit status."""
+    from .report.shards import SUMMARY
+
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_atomically(out_dir / summary_name, json.dumps(result.to_json(), indent=2))
+    write_atomically(out_dir / SUMMARY, json.dumps(result.to_json(), indent=2))
     print(result.summary())
     for fmt, path in result.handout.items():
         print(f"handout ({fmt}): {path}")
