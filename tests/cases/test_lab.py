@@ -9,8 +9,10 @@ import time
 import pytest
 
 from tcplab.cases import CaseLab, ReplayMissing, Trial, save
+from tcplab.cases.lab import RUN_TRIES
 from tcplab.lab import PathSpec
 from tcplab.lab.state import exclusive_measurement
+from tcplab.observe import health
 from tcplab.runs import Run, data_root
 from tcplab.traffic import Bulk
 from tcplab.units import ParameterError
@@ -188,3 +190,30 @@ def test_a_row_shows_the_buffers_autotuning_reached_beside_the_connect_time_ones
     assert auto["sender tb max (ss)"] > 10 * auto["sender SO_SNDBUF"]
     assert pinned["sender tb max (ss)"] == pinned["sender SO_SNDBUF"] == 32768
     assert auto["receiver rb max (ss)"] > auto["receiver SO_RCVBUF"]
+
+
+@pytest.mark.kernel
+def test_a_measurement_outside_run_records_is_judged_like_a_run_and_replayed_with_its_verdict(root, dirs,
+                                                                                               monkeypatch):
+    calls = []
+
+    def ping(path):
+        calls.append(1)
+        out = path.client.run(["ping", "-c", "3", "-i", "0.05", path.server.address]).stdout
+        return {"received": out.count("bytes from")}
+
+    lab = CaseLab(CASE, mode="live", **dirs)
+    with lab.path(PathSpec(rtt="10ms", backend="delayline")) as path:
+        assert lab.measure("pings", path, lambda: ping(path)) == {"received": 3}
+        assert lab.health() == (1, []) and len(calls) == 1
+        # A machine too busy for any lateness at all: measured again, then kept as disturbed.
+        monkeypatch.setitem(health.LIMITS, "delay_line_late_mean_s", -1.0)
+        lab.measure("pings", path, lambda: ping(path))
+    read, disturbed = lab.health()
+    assert len(calls) == 1 + RUN_TRIES and read == 1 and disturbed
+    assert all(line.startswith("pings: delay line queue") for line in disturbed)
+    save(CASE, **dirs)
+    replay = CaseLab(CASE, mode="replay", **dirs)
+    with replay.path(PathSpec(rtt="10ms", backend="delayline")) as stand_in:
+        assert replay.measure("pings", stand_in, lambda: pytest.fail("replay measured")) == {"received": 3}
+    assert replay.health() == (read, disturbed)

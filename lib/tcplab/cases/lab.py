@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -30,7 +31,7 @@ from ..lab import Path, PathSpec
 from ..lab.kernels import call_in, choose_kernel, held_in
 from ..lab.state import exclusive_measurement
 from ..observe import ObserveSpec
-from ..observe.health import reasons_of
+from ..observe.health import group_run_delay, health_around, judged, reasons_of, wait_share
 from ..runs import Run, find_run, key_of, runs_root
 from ..units import ParameterError
 from . import replay
@@ -81,6 +82,8 @@ class CaseLab:
         self.fresh = bool(fresh)
         self.runs_dir = runs_dir
         self.trials: dict[str, Trial] = {}
+        #: Health readings of the measurements made outside run records (:meth:`measure`).
+        self._measured: dict[str, dict[str, Any]] = {}
         self._backends: list[str] = []
         self._kernels: list[str] = []  # "6.1.176 (UML)": the kernels the variants ran on
         self._case_runs = runs_root(runs_dir) / case_id
@@ -185,6 +188,37 @@ class CaseLab:
         value = json.loads(json.dumps(self.in_lab(compute), default=str))
         self._index(kept={name: value})
         return value
+
+    def measure(self, name: str, path: Path | ReplayedPath, compute: Callable[[], Any]) -> Any:
+        """:meth:`keep` for a measurement made outside a run record on ``path`` (case 00's): taken
+        with a run's health readings around it, made again when the machine disturbed it
+        (RUN_TRIES in all, as a variant), its readings kept beside the value (``NAME.health``)
+        so the page is judged busy as a disturbed variant's would be, live and in replay."""
+        health_name = f"{name}.health"
+        if self.mode == "replay":
+            value = self.keep(name, lambda: None)
+            self._measured[name] = self._recorded["kept"].get(health_name) or {}
+            return value
+        for _ in range(RUN_TRIES):
+            value, health = self._health_around(path, compute)
+            if not health.get("disturbed"):
+                break
+        value = json.loads(json.dumps(value, default=str))  # as replay will give it back
+        self._index(kept={name: value, health_name: health})
+        self._measured[name] = health
+        return value
+
+    def _health_around(self, path: Any, compute: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+        """``health_around`` in the lab's kernel; for a UML kernel, with its wait for a host
+        CPU read here, as :meth:`Experiment.run` does."""
+        remote = getattr(path, "remote", None)
+        pgid = remote.host_pgid if remote is not None else None
+        waits, start = (group_run_delay(pgid) if pgid else {}), time.monotonic()
+        value, health = self.in_lab(lambda: health_around(path, compute))
+        if pgid and health:
+            health = judged(health, uml_cpu_wait_share=wait_share(waits, group_run_delay(pgid),
+                                                                  time.monotonic() - start))
+        return value, health
 
     # --- variants -------------------------------------------------------------------------------------
     def run(self, label: str, workload: Any, *, path: PathLike, observe: ObserveSpec | Mapping[str, Any] | None = None,
@@ -301,10 +335,17 @@ class CaseLab:
         """Show the case's scored checks and leave them in the notebook for the report."""
         from ..report import publish
 
-        read = [t for t in self.trials.values() if t.health]
-        disturbed = [f"{t.label}: {reason}" for t in read for reason in t.disturbed]
+        runs_read, disturbed = self.health()
         publish(self.case_id, title, checks, backend=self.backend, mode=self.mode, environment=self.environment(),
-                runs_read=len(read), disturbed=disturbed)
+                runs_read=runs_read, disturbed=disturbed)
+
+    def health(self) -> tuple[int, list[str]]:
+        """How many of the variants and measurements read so far carry a health reading, and
+        why the machine disturbed any of them ("label: reason")."""
+        read = {t.label: t.health for t in self.trials.values() if t.health}
+        read.update({name: health for name, health in self._measured.items() if health})
+        return len(read), [f"{label}: {reason}" for label, health in read.items()
+                           for reason in health.get("disturbed", [])]
 
     def table(self, trials: Sequence[Trial] | None = None) -> pd.DataFrame:
         """One row per variant: goodput, duration, the buffers the kernel granted, cc."""

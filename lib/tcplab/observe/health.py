@@ -26,12 +26,12 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..lab.state import processes
 
 __all__ = ["CpuReading", "read_cpu", "cpu_shares", "group_run_delay", "wait_share", "late_quantiles", "RunHealth",
-           "verdict", "judged", "reasons_of", "base_rtt", "LIMITS"]
+           "verdict", "judged", "reasons_of", "base_rtt", "health_around", "LIMITS"]
 
 PSI_CPU = "/proc/pressure/cpu"
 PROC_STAT = "/proc/stat"
@@ -236,6 +236,15 @@ class RunHealth:
             readings["delay_line"] = {d: late_quantiles(before.get(d, {}), after.get(d, {}))
                                       for d in sorted(set(before) | set(after))}
         return judged(readings)
+
+
+def health_around(path: Any, compute: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    """``compute()`` with a run's health readings around it, in the lab's kernel: for a
+    measurement made outside a run record (case 00's ping-pong and short transfers). Returns
+    (its value, the readings with their verdict)."""
+    with RunHealth(path) as readings:
+        value = compute()
+    return value, readings.summary()
 
 
 def reasons_of(run: Any) -> list[str]:
