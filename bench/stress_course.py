@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,7 +47,9 @@ def load(name: str):
         hog.wait()
 
 
-def course(cases: str, kernel: str, profile: str) -> tuple[dict, float, int]:
+def course(cases: str, kernel: str, profile: str, keep_dir: Path) -> tuple[dict, float, int]:
+    """One fresh course run; its reports and run records are kept under ``keep_dir`` when a
+    case failed or stopped, to find out why."""
     with tempfile.TemporaryDirectory(prefix="tcplab-stress-") as tmp:
         reports = Path(tmp) / "reports"
         env = {**os.environ, "TCPLAB_DATA": str(Path(tmp) / "data")}
@@ -59,6 +62,10 @@ def course(cases: str, kernel: str, profile: str) -> tuple[dict, float, int]:
             print(done.stdout[-2000:], done.stderr[-3000:], sep="\n")
         summary_path = reports / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"cases": []}
+        if any(c["status"] in ("failed", "error") for c in summary["cases"]) or not summary["cases"]:
+            kept = Path(tempfile.mkdtemp(prefix="run-", dir=keep_dir))
+            shutil.copytree(tmp, kept, dirs_exist_ok=True)
+            print(f"kept for reading: {kept}", flush=True)
     return summary, wall, code
 
 
@@ -94,10 +101,12 @@ def main() -> int:
         parser.error(f"--loads: {args.loads!r}; accepted: idle, hog or both")
     summaries: dict[str, list[dict]] = defaultdict(list)
     runs = []
+    keep_dir = Path(tempfile.gettempdir()) / "tcplab-stress-kept"
+    keep_dir.mkdir(exist_ok=True)
     for load_name in loads:
         for index in range(1, args.runs + 1):
             with load(load_name):
-                summary, wall, code = course(args.cases, args.kernel, args.profile)
+                summary, wall, code = course(args.cases, args.kernel, args.profile, keep_dir)
             summaries[load_name].append(summary)
             statuses = Counter(c["status"] for c in summary["cases"])
             runs.append({"load": load_name, "run": index, "wall_s": wall, "exit": code, **statuses})
@@ -114,8 +123,13 @@ def main() -> int:
                             for r in case_rows if r["load"] == load_name) for load_name in loads}
     kernel = next((s.get("kernel") for runs_ in summaries.values() for s in runs_ if s.get("kernel")), args.kernel)
     print(f"goal met: {goals}")
-    kind = "uml" if "uml" in str(kernel).lower() else "host"
-    path = save(f"stress-{args.profile}-{kind}", check_rows, kernel=kernel, cases=case_rows, runs=runs, goals_met=goals,
+    # The lab's kernel (cases 02 and 10 also run the other one, side by side).
+    from tcplab.lab.kernels import choose_kernel
+
+    kind = choose_kernel(args.kernel).kernel or "replay"
+    # A run of a few cases (chasing one flake) keeps its own file beside the whole course's.
+    part = "" if args.cases == "all" else "-" + args.cases.replace(",", "-")
+    path = save(f"stress-{args.profile}-{kind}{part}", check_rows, kernel=kernel, cases=case_rows, runs=runs, goals_met=goals,
                 hog="one busy loop at normal priority pinned to CPU 0", runs_per_load=args.runs)
     print(f"saved {path}")
     return 0 if all(goals.values()) else 1
