@@ -1,13 +1,15 @@
 """Watchdog of one User-mode Linux instance: kills its whole process group when the owner dies.
 
-Run as ``python -S uml_shepherd.py LIFELINE_FD PGID_FILE -- linux.uml ARGS…`` by
+Run as ``python -S uml_shepherd.py LIFELINE_FD PGID_FILE RT_PRIORITY -- linux.uml ARGS…`` by
 :mod:`tcplab.lab.uml`. A UML kernel is several host processes (the kernel, its helpers and
 one per address space inside); a SIGKILL of the main one orphans the rest, and the
 kernel's parent-death signal reaches only the main one. So this small process starts UML
 in a process group of its own, writes that group's id where ``tcplab cleanup`` finds it,
 and watches a pipe whose other end only the owner holds: when the pipe reports end of
 file (the owner exited, however it died) or UML exits by itself, the whole group is
-killed. Standard library only, started with ``-S``: it must be up in milliseconds.
+killed. Where the user may (root), UML runs round-robin real-time at RT_PRIORITY (0: not),
+and every process it makes inherits it. Standard library only, started with ``-S``: it must
+be up in milliseconds.
 """
 
 import os
@@ -18,10 +20,17 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    lifeline, pgid_file = int(argv[0]), argv[1]
+    lifeline, pgid_file, rt_priority = int(argv[0]), argv[1], int(argv[2])
     command = argv[argv.index("--") + 1:]
+
+    def prioritize() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(rt_priority))
+        except OSError:
+            pass  # not allowed (not root): UML runs at the owner's priority
+
     # The console pipes (stdin, stdout) go to UML; the shepherd itself never reads them.
-    uml = subprocess.Popen(command, start_new_session=True)
+    uml = subprocess.Popen(command, start_new_session=True, preexec_fn=prioritize if rt_priority else None)
     tmp = pgid_file + ".tmp"
     with open(tmp, "w") as fh:
         fh.write(str(uml.pid))
