@@ -18,7 +18,7 @@ import tempfile
 from common import run_alone, save, table
 
 from tcplab.experiment import Experiment
-from tcplab.lab import Path
+from tcplab.lab import NetPath
 from tcplab.observe import ObserveSpec
 from tcplab.traffic import WORKLOADS
 
@@ -42,7 +42,7 @@ def measure(size: str, rounds: int, intervals: list[int]) -> list[dict]:
     samples: dict[str, list[int]] = {name: [] for name in configs}
     workload = WORKLOADS["bulk"](size=size, port=5401)
     with tempfile.TemporaryDirectory(prefix="bench-capture-") as runs_dir, \
-            Path(rtt="20ms", rate="100mbit") as path:
+            NetPath(rtt="20ms", rate="100mbit") as path:
         for round_ in range(rounds):
             for name, spec in configs.items():
                 run = Experiment(path, workload, case="bench", runs_dir=runs_dir, observe=spec).run()

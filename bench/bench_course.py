@@ -29,7 +29,7 @@ def run_course(profile: str, cases: str, kernel: str) -> tuple[list[dict], float
         reports, data = Path(tmp) / "reports", Path(tmp) / "data"
         env = {**os.environ, "TCPLAB_DATA": str(data)}
         start = time.monotonic()
-        subprocess.run([sys.executable, "-m", "tcplab.cli", "report", "--cases", cases, "--profile", profile,
+        subprocess.run([sys.executable, "-m", "tcplab.commands", "report", "--cases", cases, "--profile", profile,
                         "--mode", "live", "--kernel", kernel, "--reports-dir", str(reports)], env=env, check=False)
         wall = time.monotonic() - start
         summary = json.loads((reports / "summary.json").read_text())

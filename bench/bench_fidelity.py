@@ -15,7 +15,7 @@ import sys
 
 from common import run_alone, save, table
 
-from tcplab.lab import Path, fidelity, kernels
+from tcplab.lab import NetPath, fidelity, kernels
 from tcplab.lab.link import netem_available
 
 TCP_SHARE = 1448 / 1514  # the most TCP payload a 1514-byte frame can carry
@@ -28,7 +28,7 @@ def backends_here() -> list[str]:
 
 def measure_cell(backend: str, rtt: int, rate: int, seconds: float) -> dict:
     """One grid cell, measured in the kernel this function runs in."""
-    with Path(rtt=f"{rtt}ms", rate=f"{rate}mbit", backend=backend) as path:
+    with NetPath(rtt=f"{rtt}ms", rate=f"{rate}mbit", backend=backend) as path:
         rtt_result = fidelity.tcp_rtt(path, count=max(10, min(40, int(2000 / rtt))))
         # Long RTTs need more time to leave slow start before counting.
         put = fidelity.goodput(path, seconds=seconds, skip=max(1.0, rtt * 0.03))
@@ -69,7 +69,7 @@ def capacity_rows(rates: list[str]) -> list[dict]:
     """Push the delay line harder until it stops keeping up (lateness or goodput gives way)."""
     rows = []
     for rate in rates:
-        with Path(rtt="10ms", rate=None if rate == "none" else rate, backend="delayline") as path:
+        with NetPath(rtt="10ms", rate=None if rate == "none" else rate, backend="delayline") as path:
             put = fidelity.goodput(path, seconds=2, skip=1.0)
         stats = path.link_stats
         data = max(stats.values(), key=lambda q: q.get("received", 0))

@@ -54,7 +54,7 @@ def course(cases: str, kernel: str, profile: str, keep_dir: Path) -> tuple[dict,
         reports = Path(tmp) / "reports"
         env = {**os.environ, "TCPLAB_DATA": str(Path(tmp) / "data")}
         start = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "tcplab.cli", "report", "--cases", cases, "--profile", profile,
+        done = subprocess.run([sys.executable, "-m", "tcplab.commands", "report", "--cases", cases, "--profile", profile,
                                "--mode", "live", "--kernel", kernel, "--fresh", "--formats", "html",
                                "--reports-dir", str(reports)], env=env, check=False, capture_output=True, text=True)
         wall, code = time.monotonic() - start, done.returncode

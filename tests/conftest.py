@@ -12,7 +12,7 @@ import pytest
 
 from tcplab.lab import cleanup, netns, sysctl
 from tcplab.lab.state import process_alive, processes
-from tcplab.observe.trace import instance_owner
+from tcplab.lab.tracefs import instance_owner
 
 HOST_KEYS = sysctl.HOST_GLOBAL
 TRACE_INSTANCES = Path("/sys/kernel/tracing/instances")

@@ -15,8 +15,9 @@ import pytest
 from tcplab import course
 import nbformat
 
-from tcplab.course import EXIT_BUSY
+from tcplab.commands.common import EXIT_BUSY
 from tcplab.lab import sysctl
+from tcplab.lab.kernels import ModeChoice, choose_mode
 from tcplab.lab.link import netem_available
 from tcplab.units import ParameterError
 
@@ -38,17 +39,17 @@ def test_case_selection_by_number_or_name_and_bad_selection():
 def test_mode_choice(monkeypatch):
     monkeypatch.setattr("tcplab.lab.kernels.host_can_run", lambda: (False, "not root"))
     monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
-    assert course.choose_mode("auto")[0] == "replay"
-    with pytest.raises(ParameterError, match="live mode impossible"):
-        course.choose_mode("live")
+    assert choose_mode("auto").mode == "replay"
+    with pytest.raises(ParameterError, match="live mode impossible") as info:
+        choose_mode("live", parameter="MODE")
+    assert info.value.name == "MODE"
     monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (True, ""))
-    mode, why = course.choose_mode("auto")
-    assert mode == "live" and "UML kernel" in why and "not root" in why
+    choice = choose_mode("auto")
+    assert (choice.mode, choice.kernel) == ("live", "uml") and "UML kernel" in choice.where and "not root" in choice.why
     monkeypatch.setattr("tcplab.lab.kernels.host_can_run", lambda: (True, ""))
-    mode, why = course.choose_mode("auto")
-    assert mode == "live" and "host kernel" in why
-    assert course.choose_mode("replay", "uml") == ("replay", "as requested")
-
+    choice = choose_mode("auto")
+    assert (choice.mode, choice.kernel) == ("live", "host") and "host kernel" in choice.where
+    assert choose_mode("replay", "uml") == ModeChoice("replay", None, "as requested")
 
 
 CASES = course.available_cases()
@@ -60,7 +61,7 @@ def tcplab_report(*args: str, data_dir: Path | None = None) -> subprocess.Comple
     env = dict(os.environ)
     if data_dir is not None:
         env["TCPLAB_DATA"] = str(data_dir)  # fresh runs, never the developer's recorded ones
-    return subprocess.run([sys.executable, "-m", "tcplab.cli", "report", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tcplab.commands", "report", *args], capture_output=True,
                           text=True, timeout=REPORT_TIMEOUT_S, env=env)
 
 
@@ -172,7 +173,7 @@ def test_handout_and_pdfs_have_every_case(live_report, pdf_tools):
 def test_student_edition_has_no_answers(live_report, tmp_path):
     live, reports = live_report
     student = tmp_path / "student"
-    out = subprocess.run([sys.executable, "-m", "tcplab.cli", "report", "--render-only", "--edition", "student",
+    out = subprocess.run([sys.executable, "-m", "tcplab.commands", "report", "--render-only", "--edition", "student",
                           "--formats", "html", "--reports-dir", str(reports), "--output-dir", str(student)],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == live.returncode, out.stderr[-2000:]  # 4 where the machine was too busy

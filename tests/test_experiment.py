@@ -6,24 +6,25 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path as FsPath
+from pathlib import Path
 
 import pytest
 
-from tcplab.experiment import Experiment, ExperimentFailed, split_settings
-from tcplab.lab import Path
+from tcplab.commands.run import split_settings
+from tcplab.experiment import Experiment, ExperimentFailed
+from tcplab.lab import NetPath
 from tcplab.runs import list_runs
 from tcplab.traffic import WORKLOADS
 from tcplab.units import ParameterError
 
-TCPLAB = FsPath(sys.executable).with_name("tcplab")
+TCPLAB = Path(sys.executable).with_name("tcplab")
 
 
 @pytest.mark.kernel
 def test_slow_reader_shows_zero_window_and_a_full_receive_queue(root, tmp_path):
     workload = WORKLOADS["slowreader"](size="1MB", rcvbuf="64KB", pause_after="128KB", pause_for="500ms",
                                        port=5351)
-    with Path(rtt="10ms", rate="50mbit") as path:
+    with NetPath(rtt="10ms", rate="50mbit") as path:
         run = Experiment(path, workload, case="slow", runs_dir=tmp_path).run()
     assert run.status == "complete" and run.app.ok and run.app.bytes == 1 << 20
     assert run.pcap == run.dir / "server-eth0.pcap"  # the sender's side, by default
@@ -99,7 +100,7 @@ def test_split_settings_shares_cc_and_rejects_unknown():
 @pytest.mark.kernel
 def test_hanging_workload_is_recorded_failed_with_logs(root, tmp_path):
     workload = WORKLOADS["slowreader"](size="1MB", pause_after="64KB", pause_for="60s", timeout="1.5s", port=5353)
-    with Path(rtt="4ms") as path:
+    with NetPath(rtt="4ms") as path:
         with pytest.raises(ExperimentFailed, match="timed out") as caught:
             Experiment(path, workload, case="hang", runs_dir=tmp_path).run()
     run = caught.value.run

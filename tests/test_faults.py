@@ -38,12 +38,12 @@ CASE = "fault-matrix"
 RUN = textwrap.dedent(f"""
     import sys
     from tcplab.experiment import Experiment
-    from tcplab.lab import Path, PathSpec
+    from tcplab.lab import NetPath, PathSpec
     from tcplab.observe import ObserveSpec
     from tcplab.traffic import Bulk
 
     spec = PathSpec(rtt="10ms", rate="20mbit", backend="delayline", host={{"{WMEM_MAX}": sys.argv[1]}})
-    with Path(spec) as path:
+    with NetPath(spec) as path:
         Experiment(path, Bulk(size="200MB"), case="{CASE}", observe=ObserveSpec(tracepoints=True)).run()
 """)
 

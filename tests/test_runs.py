@@ -13,6 +13,7 @@ import pytest
 
 from tcplab import runs
 from tcplab.runs import RunWriter, find_run, key_of, list_runs, load_run, record
+from tcplab.units import ParameterError
 
 PARAMS = {"path": {"rtt": 0.02}, "workload": {"name": "bulk", "size": 1000}, "observe": {"capture": "sender"}}
 
@@ -135,14 +136,14 @@ def test_environment_names_versions_and_tools():
 
 @pytest.mark.kernel
 def test_reload_and_reanalyse_a_captured_run(root, tmp_path):
-    from tcplab.lab import Path
+    from tcplab.lab import NetPath
     from tcplab.observe.capture import Capture, points_for
 
     from observe.helpers import transfer  # tests/ is on sys.path (rootdir-relative import)
 
     port = 5341
     with record("reanalyse", PARAMS, runs_dir=tmp_path) as writer:
-        with Path(rtt="2ms") as path:
+        with NetPath(rtt="2ms") as path:
             with Capture(points_for(path, "sender", "server"), writer.dir, port) as capture:
                 transfer(path, port, 100_000)
             writer.write_json("sysctl.json", path.sysctl_snapshot())
@@ -154,3 +155,45 @@ def test_reload_and_reanalyse_a_captured_run(root, tmp_path):
     packets = run.packets().packets
     assert len(packets) == run.observe["capture"][0]["captured"]
     assert packets.len.sum() == 100_000
+
+
+def _shipped_records():
+    from tcplab.cases.replay import replay_root
+
+    return sorted(p.parent for p in replay_root().glob("*/*/run.json"))
+
+
+def test_every_shipped_record_rebuilds_its_parameter_sets_with_the_same_key():
+    # Typed end to end: a record's path, workload and observation sets come back as the
+    # parameter sets that made it, and they make the same run key again.
+    from tcplab.experiment import run_params
+    from tcplab.lab import PathSpec
+    from tcplab.observe import ObserveSpec
+    from tcplab.traffic import WORKLOADS
+
+    records = [load_run(d) for d in _shipped_records()]
+    assert len(records) > 50
+    kinds = set()
+    for run in records:
+        assert isinstance(run.spec, PathSpec) and isinstance(run.observe_spec, ObserveSpec)
+        assert isinstance(run.workload, WORKLOADS[run.params["workload"]["name"]])
+        rebuilt = run_params(run.spec, run.workload, run.observe_spec, run.params.get("repetition", 1))
+        assert key_of(rebuilt) == key_of(run.params), run.dir
+        kinds.add(run.workload.name)
+    assert {"bulk", "reqresp", "slowreader"} <= kinds
+
+
+def test_a_record_from_another_kernel_loads_and_says_what_it_ran(tmp_path):
+    # Made where a congestion control and a sysctl exist that this kernel may lack: the record
+    # loads (no check against this machine), its own values are still checked.
+    params = {"path": {"rtt": 0.04, "cc": "no-such-cc", "sysctls": {"net.ipv4.tcp_no_such_knob": 1},
+                       "shapes": {"to_server": {"delay": 0.02, "jitter": 0.0, "loss": 0.0, "rate": None, "queue": None},
+                                  "to_client": {"delay": 0.02, "jitter": 0.0, "loss": 5.0, "rate": None, "queue": None}}},
+              "workload": {"name": "reqresp", "cc": "no-such-cc", "request_size": 4000, "response_size": 10},
+              "observe": {"capture": "sender"}}
+    run = RunWriter("case-k", params, runs_dir=tmp_path).finish()
+    assert run.spec.cc == "no-such-cc" and run.spec.sysctls == {"net.ipv4.tcp_no_such_knob": 1}
+    assert run.spec.to_client.loss == 5.0 and run.spec.to_server is None  # only the odd direction
+    assert run.workload.sender() == "client" and run.workload.receiver() == "server"
+    with pytest.raises(ParameterError, match="rtt"):
+        RunWriter("case-k", {**params, "path": {**params["path"], "rtt": -1}}, runs_dir=tmp_path).finish().spec

@@ -1,29 +1,24 @@
-"""The course: which cases exist, and ``tcplab report`` / ``make report`` over them.
+"""The course: which cases exist, where they and their reports live, and its profiles.
 
 A case is a notebook in ``notebooks/`` named ``NN-name.ipynb``; its number is its id for
 ``CASES=01,04``. What each case measures and asserts lives in the notebook (with
-:mod:`tcplab.cases` doing the running); this module only finds them, picks live or replay
-mode, and hands them to the render layer (:mod:`tcplab.report`).
+:mod:`tcplab.cases` doing the running); ``tcplab report`` (:mod:`tcplab.commands.report`)
+runs and renders them.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
-import sys
 from pathlib import Path
 
-from .files import write_atomically
-from .lab.kernels import KERNELS, choose_kernel
 from .units import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = Path(os.environ.get("TCPLAB_NOTEBOOKS", ROOT / "notebooks"))
 REPORTS = Path(os.environ.get("TCPLAB_REPORTS", ROOT / "reports"))
+#: How much of each case runs (each notebook's parameters cell says what a profile changes).
 PROFILES = ("quick", "full")
-MODES = ("auto", "live", "replay")
 _CASE_FILE = re.compile(r"^(\d\d)-[a-z0-9-]+\.ipynb$")
 
 
@@ -44,115 +39,3 @@ def select_cases(selection: str, notebooks: Path = NOTEBOOKS) -> list[str]:
             raise ParameterError("CASES", item, "all, or numbers/names of: " + ", ".join(cases))
         chosen.extend(m for m in match if m not in chosen)
     return chosen
-
-
-def choose_mode(requested: str, kernel: str = "auto") -> tuple[str, str]:
-    """Live where a kernel can run the lab (the host's as root, else the UML kernel), else replay."""
-    if requested not in MODES:
-        raise ParameterError("MODE", requested, "one of " + ", ".join(MODES))
-    if requested == "replay":
-        return "replay", "as requested"
-    choice = choose_kernel(kernel)
-    if choice.kernel is None:
-        if requested == "live":
-            raise ParameterError("MODE", requested, "replay or auto", f"live mode impossible here: {choice.why}")
-        return "replay", f"live impossible: {choice.why}"
-    where = "the UML kernel" if choice.kernel == "uml" else "the host kernel"
-    return "live", f"{where}: {choice.why}"
-
-
-#: `tcplab report`'s exit status when every case passed or was too busy to judge, and one was.
-EXIT_BUSY = 4
-
-
-def main_report(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="tcplab report",
-                                     description="Run the course's case notebooks and render reports/.")
-    parser.add_argument("--cases", default=None, help="all, or e.g. 00,01,04 (default: all)")
-    parser.add_argument("--profile", default="quick", choices=PROFILES)
-    parser.add_argument("--edition", default="instructor", choices=("student", "instructor"))
-    parser.add_argument("--mode", default="auto", choices=MODES)
-    parser.add_argument("--kernel", default="auto", choices=KERNELS,
-                        help="kernel that runs the lab: host (needs root), uml (User-mode Linux, no root), auto")
-    parser.add_argument("--fresh", action="store_true", help="rerun experiments even when recorded runs match")
-    parser.add_argument("--render-only", action="store_true",
-                        help="re-render from already executed notebooks in reports/, run nothing")
-    parser.add_argument("--shard", metavar="I/N", default=None,
-                        help="run only shard I (1 to N) of N of the selected cases, into its own --reports-dir "
-                             "(one job of a CI matrix, Kubernetes Indexed Job or Slurm array); then --merge")
-    parser.add_argument("--merge", nargs="+", type=Path, metavar="DIR", default=None,
-                        help="render the handout and summary.json into --reports-dir from the directories "
-                             "of every shard's run, running nothing")
-    parser.add_argument("--formats", default="html,pdf")
-    parser.add_argument("--reports-dir", type=Path, default=REPORTS)
-    parser.add_argument("--notebooks-dir", type=Path, default=NOTEBOOKS)
-    parser.add_argument("--output-dir", type=Path, default=None,
-                        help="with --render-only: write the pages here (e.g. a student edition beside "
-                             "the instructor one); default: --reports-dir")
-    args = parser.parse_args(argv)
-
-    from . import report
-    from .report.shards import Shard, merge
-
-    formats = report.check_formats(f.strip() for f in args.formats.split(",") if f.strip())
-    if args.merge:
-        clashing = [name for name, given in (("--cases", args.cases is not None), ("--shard", args.shard),
-                                              ("--render-only", args.render_only), ("--fresh", args.fresh))
-                    if given]
-        if clashing:
-            raise ParameterError("--merge", " ".join(map(str, args.merge)), "--merge with --edition, --formats "
-                                 "and --reports-dir only", f"{', '.join(clashing)} belong to the shards' runs")
-        result = merge(args.merge, output_dir=args.reports_dir, notebooks_dir=args.notebooks_dir,
-                       edition=args.edition, formats=formats)
-        if result.origin["missing_shards"]:
-            print(f"tcplab report: shard(s) {', '.join(result.origin['missing_shards'])} missing: "
-                  "their cases did not run", file=sys.stderr)
-        return _finish(result, args.reports_dir)
-    cases = select_cases(args.cases or "all", args.notebooks_dir)
-    shard = Shard.parse(args.shard) if args.shard is not None else None
-    origin = {}
-    if shard is not None:
-        if args.render_only:
-            raise ParameterError("--shard", args.shard, "--shard to run cases", "--render-only runs nothing")
-        origin = shard.record(cases)
-        cases = shard.pick(cases)
-    # Refused before the reports folder is made: live mode where no kernel can run the lab.
-    mode, why = (None, None) if args.render_only else choose_mode(args.mode, args.kernel)
-    args.reports_dir.mkdir(parents=True, exist_ok=True)
-    if args.render_only:
-        result = report.render_only(cases, reports_dir=args.reports_dir, output_dir=args.output_dir,
-                                    notebooks_dir=args.notebooks_dir,
-                                    edition=args.edition, formats=formats, profile=args.profile)
-    else:
-        part = f", shard {shard.label}" if shard else ""
-        print(f"tcplab report: {len(cases)} case(s){part}, profile {args.profile}, edition {args.edition}, "
-              f"mode {mode} ({why})", flush=True)
-        result = report.build_report(
-            cases, notebooks_dir=args.notebooks_dir, reports_dir=args.reports_dir,
-            parameters={"fresh": bool(args.fresh), "kernel": args.kernel}, profile=args.profile, edition=args.edition,
-            mode=mode, formats=formats, progress=True,
-        )
-        result.origin = origin
-    out_dir = args.output_dir if args.render_only and args.output_dir else args.reports_dir
-    return _finish(result, out_dir)
-
-
-def _finish(result, out_dir: Path) -> int:
-    """Write the summary, say how it went, and give ``tcplab report``'s exit status."""
-    from .report.shards import SUMMARY
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_atomically(out_dir / SUMMARY, json.dumps(result.to_json(), indent=2))
-    print(result.summary())
-    for fmt, path in result.handout.items():
-        print(f"handout ({fmt}): {path}")
-    if not result.none_failed:
-        print("tcplab report: some cases failed or did not reproduce (see the summary above)", file=sys.stderr)
-        return 1
-    if not result.rendered_ok:
-        return 1
-    if result.busy:
-        print(f"tcplab report: the machine was too busy for {', '.join(result.busy)}: their results are not trusted "
-              f"(the page says which runs and why); run them again on a quieter machine", file=sys.stderr)
-        return EXIT_BUSY
-    return 0

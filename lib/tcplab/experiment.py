@@ -2,7 +2,7 @@
 
 ::
 
-    with Path(rtt="20ms", rate="100mbit") as path:
+    with NetPath(rtt="20ms", rate="100mbit") as path:
         run = Experiment(path, Bulk(size="22MB", sndbuf="16KB"), case="01-send-buffer").run()
     run.pcap, run.telemetry, run.app, run.params
 
@@ -15,24 +15,20 @@ failed, with its logs, and raises :class:`ExperimentFailed` carrying that record
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import os
-import sys
 import time
 import traceback
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from .lab import Path, PathSpec
+from .lab import NetPath, PathSpec
 from .lab.state import checkpoint
 from .observe import Capture, ObserveSpec, SsSampler, Tracepoints, points_for
 from .observe.counters import counter_delta, counters_in
 from .observe.health import RunHealth, group_run_delay, judged, reasons_of, wait_share
 from .runs import FAILED, Run, RunWriter, environment, find_run, key_of
-from .units import ParameterError, format_duration, format_rate, format_size
 
-__all__ = ["Experiment", "ExperimentFailed", "main_run", "run_params", "split_settings"]
+__all__ = ["Experiment", "ExperimentFailed", "run_params", "reusable_run", "FRESH_ENV"]
 
 
 class ExperimentFailed(RuntimeError):
@@ -41,6 +37,20 @@ class ExperimentFailed(RuntimeError):
     def __init__(self, message: str, run: Run) -> None:
         super().__init__(message)
         self.run = run
+
+
+#: ``FRESH=1`` in the environment: every run is made anew, none reused (``make report FRESH=1``).
+FRESH_ENV = "FRESH"
+
+
+def reusable_run(case: str, params: Mapping[str, Any], *, fresh: bool = False,
+                 runs_dir: str | os.PathLike | None = None) -> Run | None:
+    """The reuse rule, in one place: the newest complete run of ``case`` with these parameters
+    that the machine did not disturb, unless ``fresh`` or ``FRESH=1`` asks for a new one."""
+    if fresh or os.environ.get(FRESH_ENV) == "1":
+        return None
+    earlier = find_run(case, key_of(params), runs_dir=runs_dir)
+    return None if earlier is None or reasons_of(earlier) else earlier
 
 
 def run_params(spec: PathSpec, workload: Any, observe: ObserveSpec, repetition: int = 1) -> dict[str, Any]:
@@ -65,7 +75,7 @@ class Experiment:
     ``observe`` gives every observation setting at once (an :class:`ObserveSpec`).
     """
 
-    def __init__(self, path: Path, workload: Any, *, case: str = "adhoc", capture: str | None = "sender",
+    def __init__(self, path: NetPath, workload: Any, *, case: str = "adhoc", capture: str | None = "sender",
                  telemetry: bool = True, interval: Any = "20ms", tracepoints: bool = True,
                  runs_dir: str | os.PathLike | None = None, observe: ObserveSpec | None = None,
                  repetition: int = 1) -> None:
@@ -84,14 +94,10 @@ class Experiment:
     def key(self) -> str:
         return key_of(self.params())
 
-    def previous(self) -> Run | None:
-        """The newest complete run of this case with the same parameters, if any."""
-        return find_run(self.case, self.key, runs_dir=self.runs_dir)
-
     def run(self, *, reuse: bool = False) -> Run:
-        """Run and record. With ``reuse``, return :meth:`previous` instead when there is one,
-        unless the environment says FRESH=1."""
-        if reuse and os.environ.get("FRESH") != "1" and (earlier := self.previous()) is not None:
+        """Run and record. With ``reuse``, return a recorded run of the same parameters instead
+        where :func:`reusable_run` finds one."""
+        if reuse and (earlier := reusable_run(self.case, self.params(), runs_dir=self.runs_dir)) is not None:
             return earlier
         if getattr(self.path, "remote", None) is not None:
             # The path lives in a UML kernel: the whole run happens there, its record lands in
@@ -108,9 +114,9 @@ class Experiment:
             if error is not None:
                 raise ExperimentFailed(error, run)
             return run
-        from .traffic import host_limits
+        from .lab.sysctl import buffer_limits
 
-        self.workload.check_limits(host_limits())
+        self.workload.check_limits(buffer_limits())
         writer = RunWriter(self.case, self.params(), runs_dir=self.runs_dir)
         writer.environment = self._environment()
         writer.write_json("sysctl.json", self.path.sysctl_snapshot())
@@ -205,119 +211,3 @@ def _run_here(experiment: Experiment) -> tuple[str, str | None]:
         return str(experiment.run().dir), None
     except ExperimentFailed as exc:
         return str(exc.run.dir), str(exc)
-
-
-# --- tcplab run ------------------------------------------------------------------------------------
-
-def split_settings(workload_cls: type, settings: Mapping[str, str]) -> tuple[dict, dict, dict]:
-    """``--set`` pairs → (path, workload, observe) settings by parameter name.
-
-    A name both the path and the workload have (``cc``) goes to both: the namespace default
-    and the socket option then agree. An unknown name is a :class:`ParameterError` listing
-    every accepted one.
-    """
-    sets = {"path": set(PathSpec.names()), "workload": set(workload_cls.names()),
-            "observe": set(ObserveSpec.names())}
-    out: dict[str, dict] = {name: {} for name in sets}
-    for key, value in settings.items():
-        owners = [name for name, names in sets.items() if key in names]
-        if not owners:
-            accepted = "; ".join(f"{workload_cls.name if n == 'workload' else n} parameters: "
-                                 + ", ".join(sorted(sets[n])) for n in sets)
-            raise ParameterError(key, value, accepted, "unknown parameter")
-        for owner in owners:
-            out[owner][key] = value
-    return out["path"], out["workload"], out["observe"]
-
-
-def _help_text() -> str:
-    from .traffic import WORKLOADS
-
-    def rows(title: str, help_rows: list[tuple[str, str, str, str]]) -> list[str]:
-        lines = [title]
-        for name, default, accepted, text in help_rows:
-            lines.append(f"    {name:<14} {text}")
-            lines.append(f"    {'':<14} default {default}; {accepted}")
-        return lines
-
-    lines = ["usage: tcplab run WORKLOAD [--set KEY=VALUE ...] [--case NAME] [--runs-dir DIR] [--json]", "",
-             "Run one workload on a fresh path, capture and sample it, and keep a run record.", "",
-             "workloads: " + ", ".join(sorted(WORKLOADS)), ""]
-    for name in sorted(WORKLOADS):
-        cls = WORKLOADS[name]
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        lines += rows(f"{name}: {doc}", cls.help_rows()) + [""]
-    lines += rows("path parameters:", PathSpec.help_rows()) + [""]
-    lines += rows("observation parameters:", ObserveSpec.help_rows())
-    return "\n".join(lines)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tcplab run", add_help=False)
-    parser.add_argument("workload", nargs="?")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--case", default="adhoc")
-    parser.add_argument("--runs-dir", default=None)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("-h", "--help", action="store_true")
-    return parser
-
-
-def summary(run: Run) -> dict[str, Any]:
-    """The facts ``tcplab run`` prints, from a run record."""
-    app = run.app
-    sockets = getattr(app, "sockets", None) or {}
-    return {
-        "run_dir": str(run.dir), "status": run.status, "error": run.error,
-        "goodput_bps": getattr(app, "goodput_bps", None), "duration_s": getattr(app, "duration", None),
-        "bytes": getattr(app, "bytes", None),
-        "sockets": {side: {k: s.get(k) for k in ("sndbuf_requested", "sndbuf", "rcvbuf_requested", "rcvbuf")}
-                    for side, s in sockets.items()},
-        "backend": run.environment.get("backend"),
-        "cc": {side: s.get("cc") for side, s in sockets.items()} or run.environment.get("cc"),
-        "disturbed": reasons_of(run),
-    }
-
-
-def _summary_line(facts: Mapping[str, Any]) -> str:
-    def size(value: Any) -> str:
-        return "?" if value is None else format_size(value)
-
-    goodput = "?" if facts["goodput_bps"] is None else format_rate(facts["goodput_bps"])
-    duration = "?" if facts["duration_s"] is None else format_duration(facts["duration_s"])
-    buffers = ", ".join(f"{side} sndbuf {size(s.get('sndbuf'))} rcvbuf {size(s.get('rcvbuf'))}"
-                        for side, s in facts["sockets"].items())
-    cc = ", ".join(f"{side} {cc}" for side, cc in (facts["cc"] or {}).items())
-    machine = "; machine disturbed the run: " + "; ".join(facts["disturbed"]) if facts["disturbed"] else ""
-    return (f"{facts['status']}: goodput {goodput} in {duration}; {buffers}; backend {facts['backend']}; "
-            f"cc {cc}{machine}; {facts['run_dir']}")
-
-
-def main_run(argv: Sequence[str]) -> int:
-    """``tcplab run WORKLOAD --set key=value ... [--json] [--case NAME]``; see :func:`_help_text`."""
-    from .cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_PROBLEM, parse_sets
-    from .traffic import WORKLOADS
-
-    args = _parser().parse_args(list(argv))
-    if args.help or args.workload is None:
-        print(_help_text(), file=sys.stdout if args.help else sys.stderr)
-        return EXIT_OK if args.help else EXIT_BAD_INPUT
-    if args.workload not in WORKLOADS:
-        raise ParameterError("WORKLOAD", args.workload, "one of " + ", ".join(sorted(WORKLOADS)))
-    cls = WORKLOADS[args.workload]
-    path_settings, workload_settings, observe_settings = split_settings(cls, parse_sets(args.set))
-    # Every parameter is checked before a namespace exists.
-    spec = PathSpec.from_settings(path_settings)
-    workload = cls.from_settings(workload_settings)
-    observe = ObserveSpec.from_settings(observe_settings)
-    try:
-        with Path(spec) as path:
-            run = Experiment(path, workload, case=args.case, runs_dir=args.runs_dir, observe=observe).run()
-        code = EXIT_OK
-    except ExperimentFailed as exc:
-        run, code = exc.run, EXIT_PROBLEM
-    facts = summary(run)
-    print(json.dumps(facts, indent=2) if args.json else _summary_line(facts))
-    if code != EXIT_OK and not args.json:
-        print(f"tcplab run: {run.error} (logs in {run.dir / 'logs'})", file=sys.stderr)
-    return code

@@ -9,6 +9,7 @@ run records, so the vocabulary is one everywhere.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -118,6 +119,10 @@ def param(
     return dataclasses.field(default=default, metadata={"tcplab": meta})
 
 
+#: Set while a set is rebuilt from a run record: the checks against this machine are skipped.
+_FROM_RECORD = contextvars.ContextVar("tcplab_params_from_record", default=False)
+
+
 @dataclass(frozen=True)
 class Params:
     """Base class of every parameter set. Subclasses are frozen dataclasses of :func:`param` fields."""
@@ -129,6 +134,8 @@ class Params:
                 continue
             object.__setattr__(self, f.name, self._check_field(f.name, meta, getattr(self, f.name)))
         self.validate()
+        if not _FROM_RECORD.get():
+            self.check_machine()
 
     @staticmethod
     def _check_field(name: str, meta: dict, value: Any) -> Any:
@@ -157,12 +164,30 @@ class Params:
     def validate(self) -> None:
         """Cross-field checks; subclasses override and raise :class:`ParameterError`."""
 
+    def check_machine(self) -> None:
+        """Checks against this machine (a congestion control its kernel has, a sysctl it
+        knows); subclasses override. Skipped for a set rebuilt from a run record, which may
+        come from another kernel."""
+
     # --- building ---------------------------------------------------------------------------
     @classmethod
     def from_stored(cls, **values: Any):
         """Build from values already in stored units (e.g. another set's seconds and bit/s)."""
         known = set(cls.names())
         return cls(**{k: (_Stored(v) if k in known else v) for k, v in values.items()})
+
+    @classmethod
+    def from_record(cls, values: Mapping[str, Any], **fields: Any):
+        """Rebuild from a run record's stored values (``to_dict()``'s output): each value is
+        checked as stored, the set's own cross-field rules hold, but not :meth:`check_machine`.
+        Keys the set does not declare are ignored; a parameter the record predates takes its
+        default. ``fields`` are the set's other fields, as they are."""
+        known = set(cls.names())
+        token = _FROM_RECORD.set(True)
+        try:
+            return cls.from_stored(**{k: v for k, v in values.items() if k in known}, **fields)
+        finally:
+            _FROM_RECORD.reset(token)
 
     def replaced(self, **changes: Any):
         """A copy with ``changes`` (values as a user writes them, checked as usual); the other

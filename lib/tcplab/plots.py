@@ -21,7 +21,9 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullFormatter, ScalarFormatter
 
+from .analysis.table import flow_view
 from .units import ParameterError
+from .words import messages
 
 #: Colours by role, the same in every figure: what was configured or predicted is grey.
 PALETTE = {"configured": "#9e9e9e", "predicted": "#9e9e9e", "measured": "#1f77b4",
@@ -75,77 +77,12 @@ def rtt_samples(samples_s: Iterable[float], configured_s: float, *, title: str =
 
 # ---------------------------------------------------------------- words
 
-#: English fallback of the ``plot.*`` strings (the report's strings files take precedence).
-_ENGLISH = {
-    "plot.time": "time (s)",
-    "plot.sequence": "relative sequence number ({unit})",
-    "plot.bytes": "bytes ({unit})",
-    "plot.goodput": "goodput (bit/s)",
-    "plot.goodput_line": "goodput",
-    "plot.round_trip": "round trip (ms)",
-    "plot.data": "data segments",
-    "plot.ack": "ACK",
-    "plot.window": "receive window edge (ACK + window)",
-    "plot.retransmission": "retransmission",
-    "plot.zero_window": "zero window",
-    "plot.window_full": "window full",
-    "plot.stall": "sender silent",
-    "plot.reference": "predicted",
-    "plot.bytes_in_flight": "bytes in flight",
-    "plot.advertised_window": "advertised window",
-    "plot.cwnd": "cwnd x MSS",
-    "plot.sndbuf_used": "send buffer used (skmem w)",
-    "plot.sndbuf": "send buffer size (skmem tb)",
-    "plot.rtt": "ACK round trip",
-    "plot.theory": "theory",
-    "plot.title.time_sequence": "Time-sequence, flow {flow}",
-    "plot.title.throughput": "Goodput, flow {flow}",
-    "plot.title.window": "Bytes in flight and windows, flow {flow}",
-    "plot.title.rtt": "Round trips, flow {flow}",
-}
-
 
 def _text(key: str, **fields) -> str:
-    from .report.text import messages
-
-    say = messages()
-    template = say(key) if say.has(key) else _ENGLISH[key]
-    return template.format(**fields) if fields else template
+    return messages()(key, **fields)
 
 
-# ---------------------------------------------------------------- picking a flow
-
-
-def _packet_frame(packets) -> pd.DataFrame:
-    frame = getattr(packets, "packets", packets)
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"expected a PacketTable or its packets DataFrame, got {type(packets).__name__}")
-    return frame
-
-
-def flow_view(packets, flow: int | None = None, direction: int | None = None) -> tuple[pd.DataFrame, int, int]:
-    """The packets of one connection, the connection's number and its data direction.
-
-    ``flow=None`` picks the flow with the most payload; ``direction=None`` the direction
-    (0: from the side that opened the connection) that carried the most payload.
-    Raises ValueError when there is nothing to draw.
-    """
-    frame = _packet_frame(packets)
-    if frame.empty:
-        raise ValueError("no packets to plot")
-    if flow is None:
-        flow = int(frame.groupby("flow")["len"].sum().idxmax())
-    view = frame[frame["flow"] == flow]
-    if view.empty:
-        raise ValueError(f"flow {flow} has no packets (flows present: {sorted(frame['flow'].unique().tolist())})")
-    if direction is None:
-        payload = view.groupby("dir")["len"].sum()
-        direction = int(payload.idxmax())
-    elif direction not in (0, 1):
-        raise ParameterError("direction", direction, "0 (opener to peer) or 1 (back), or None")
-    if not (view.loc[view["dir"] == direction, "len"] > 0).any():
-        raise ValueError(f"flow {flow} carries no payload in direction {direction}: nothing to plot")
-    return view, int(flow), int(direction)
+# ---------------------------------------------------------------- columns and ranges
 
 
 def _column(frame: pd.DataFrame, name: str, default) -> pd.Series:

@@ -179,7 +179,33 @@ class Run:
 
     @property
     def params(self) -> dict[str, Any]:
+        """The parameters as stored (plain values in stored units); :attr:`spec`,
+        :attr:`workload` and :attr:`observe_spec` are the same as parameter sets."""
         return self.meta.get("params", {})
+
+    @cached_property
+    def spec(self):
+        """The path's :class:`~tcplab.lab.PathSpec` this run was made on."""
+        from .lab import PathSpec
+
+        return PathSpec.from_record(self.params.get("path", {}))
+
+    @cached_property
+    def workload(self):
+        """The workload (a :class:`~tcplab.traffic.Workload` of its own kind) this run ran."""
+        from .traffic import WORKLOADS
+
+        stored = self.params.get("workload", {})
+        if stored.get("name") not in WORKLOADS:
+            raise ValueError(f"{self.dir}: workload {stored.get('name')!r} is not one of {', '.join(sorted(WORKLOADS))}")
+        return WORKLOADS[stored["name"]].from_record(stored)
+
+    @cached_property
+    def observe_spec(self):
+        """What was asked to be observed (:class:`~tcplab.observe.ObserveSpec`)."""
+        from .observe import ObserveSpec
+
+        return ObserveSpec.from_record(self.params.get("observe", {}))
 
     @property
     def environment(self) -> dict[str, Any]:

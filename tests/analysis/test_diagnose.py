@@ -5,21 +5,25 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import os
 import select
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from tcplab.analysis import read_packets
-from tcplab.analysis.diagnose import LABELS, diagnose, strings
+from tcplab.analysis.diagnose import LABELS, diagnose
 from tcplab.units import ParameterError
+from tcplab.words import STRINGS_DIR, check_language
 
 from .pcapgen import ACK, PSH, Transfer, write_pcap
 
@@ -325,9 +329,16 @@ def test_mixed_limits_without_a_majority_are_undetermined(tmp_path):
     assert len(d.limits) >= 3 and d.limits[0][1] < 0.5
 
 
-def test_every_label_has_words_and_output_is_json(tmp_path):
-    words = strings("en")
-    assert set(words["labels"]) == set(LABELS)
+def test_every_label_and_sentence_has_words_and_output_is_json(tmp_path):
+    words = json.loads((STRINGS_DIR / "en.json").read_text())
+    labels = {key.split(".")[1] for key in words if key.startswith("label.")}
+    assert labels == set(LABELS)
+    assert all(f"label.{label}.{part}" in words for label in LABELS for part in ("title", "explanation"))
+    # A missing key would print as the key itself: every one the diagnosis asks for is there.
+    source = Path(sys.modules[diagnose.__module__].__file__).read_text()
+    asked = {f"evidence.{key}" for key in re.findall(r"""_say\(\s*["']([\w-]+)["']""", source)}
+    asked |= set(re.findall(r"""words\(\s*["']((?:caveat|diagnosis)\.[\w-]+)["']""", source))
+    assert asked and asked <= set(words), sorted(asked - set(words))
     d = run(tmp_path, sender_buffer())
     json.dumps(d.to_dict())
 
@@ -340,7 +351,7 @@ def test_bad_context_is_a_parameter_error(tmp_path):
     with pytest.raises(ParameterError, match="receiver_prunes"):
         run(tmp_path, sender_buffer(), context={"receiver_prunes": -1})
     with pytest.raises(ParameterError, match="language"):
-        strings("xx")
+        check_language("xx")
 
 
 # --- real Linux TCP over an emulated path ------------------------------------------------------------
@@ -413,10 +424,10 @@ def live_transfer(path, pcap, *, size, sndbuf=None, cc=None, rcvbuf=None, read_a
 
 @live
 def test_real_16k_send_buffer_is_sender_buffer_limited(root, tmp_path):
-    from tcplab.lab import Path
+    from tcplab.lab import NetPath
 
     pcap = tmp_path / "sndbuf.pcap"
-    with Path(rtt="20ms") as path:
+    with NetPath(rtt="20ms") as path:
         live_transfer(path, pcap, size=600_000, sndbuf=16384, cc="bbr")
     d = diagnose(read_packets(pcap), context={"sndbuf": 16384, "rtt_s": 0.02, "cc": "bbr"})
     m = d.metrics
@@ -435,10 +446,10 @@ def test_real_capture_at_the_receiver_without_telemetry_is_undetermined(root, tm
     """The same 16 KB send buffer, seen from the receiver's side: bytes in flight there look
     smaller than the sender sees them, and nothing else tells buffer from window. The
     diagnosis says it cannot tell, and why."""
-    from tcplab.lab import Path
+    from tcplab.lab import NetPath
 
     pcap = tmp_path / "receiver.pcap"
-    with Path(rtt="20ms") as path:
+    with NetPath(rtt="20ms") as path:
         live_transfer(path, pcap, size=600_000, sndbuf=16384, cc="bbr", at="server")
     d = diagnose(read_packets(pcap))
     assert d.metrics.vantage == "receiver"
@@ -448,10 +459,10 @@ def test_real_capture_at_the_receiver_without_telemetry_is_undetermined(root, tm
 
 @live
 def test_real_slow_reader_is_zero_window(root, tmp_path):
-    from tcplab.lab import Path
+    from tcplab.lab import NetPath
 
     pcap = tmp_path / "slow.pcap"
-    with Path(rtt="10ms") as path:
+    with NetPath(rtt="10ms") as path:
         live_transfer(path, pcap, size=300_000, rcvbuf=16384, read_after=1.0)
     d = diagnose(read_packets(pcap))
     m = d.metrics
@@ -466,11 +477,11 @@ def test_real_paced_writer_is_application_limited(root, tmp_path):
     the application, and the diagnosis says so, with the pauses it saw."""
     from tcplab.cases import Trial
     from tcplab.experiment import Experiment
-    from tcplab.lab import Path
+    from tcplab.lab import NetPath
     from tcplab.traffic import Bulk
 
     workload = Bulk(size="256KB", write_size="16KB", write_rate="2mbit", cc="cubic", port=5361)
-    with Path(rtt="20ms", rate="100mbit") as path:
+    with NetPath(rtt="20ms", rate="100mbit") as path:
         run_ = Experiment(path, workload, case="paced", runs_dir=tmp_path).run()
     d = Trial("paced", run_).diagnosis
     m = d.metrics

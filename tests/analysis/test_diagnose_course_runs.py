@@ -53,5 +53,5 @@ def test_a_receiver_squeezed_by_tcp_mem_is_told_from_a_slow_reader():
     receiver's nstat counters (queue pruned for lack of memory) tell them apart."""
     squeezed = Trial("squeezed-tcp_mem", Run.load(data_root() / "replay" / "09-tcp-mem" / "squeezed-tcp_mem"))
     slow = Trial("rcvbuf-256KB", Run.load(data_root() / "replay" / "05-zero-window" / "rcvbuf-256KB"))
-    assert squeezed.context()["receiver_prunes"] > 0 and "pruned its receive queue" in squeezed.diagnosis.summary
-    assert slow.context()["receiver_prunes"] == 0 and "pruned" not in slow.diagnosis.summary
+    assert squeezed.context().receiver_prunes > 0 and "pruned its receive queue" in squeezed.diagnosis.summary
+    assert slow.context().receiver_prunes == 0 and "pruned" not in slow.diagnosis.summary

@@ -201,3 +201,30 @@ def test_idle_time_stays_inside_the_transfer(tmp_path):
     assert m.transfer_s == pytest.approx(0.1, abs=0.002)
     # Only the waits for ACKs between the rounds count; the 150 s after the transfer do not.
     assert m.idle_s <= m.transfer_s and m.gaps["duration"].max() < 0.03
+
+
+def test_one_answer_to_which_flow_and_which_way(tmp_path):
+    # Flow 0 uploads 1000 bytes; flow 1 downloads 3000 (from its server, direction 1): the main
+    # flow and its data direction are the same for the metrics, the plots and the cases.
+    from tcplab import plots
+    from tcplab.analysis.table import data_direction, flow_view, main_flow
+
+    small, big = Conn(client=("10.0.0.1", 40001)), Conn(client=("10.0.0.1", 40002))
+    t0 = 1_700_000_000.0
+    frames = small.handshake(t0, rtt=0.01, ws=(7, 7), mss=(1460, 1460), win=(64240, 65160), ack_win=502)
+    frames += big.handshake(t0 + 0.001, rtt=0.01, ws=(7, 7), mss=(1460, 1460), win=(64240, 65160), ack_win=502)
+    frames += [(t0 + 0.02, small.send(0, ACK | PSH, 1000, win=502)), (t0 + 0.03, small.send(1, ACK, win=509))]
+    frames += [(t0 + 0.02 + 0.001 * i, big.send(1, ACK | PSH, 1000, win=509)) for i in range(3)]
+    frames += [(t0 + 0.04, big.send(0, ACK, win=502))]
+    path = tmp_path / "two.pcap"
+    write_pcap(path, sorted(frames, key=lambda f: f[0]), linktype=101)
+    table = read_packets(path)
+    assert main_flow(table) == largest_flow(table) == 1
+    view, flow, direction = flow_view(table)
+    assert (flow, direction) == (1, 1) and data_direction(view) == 1
+    m = flow_metrics(table)
+    assert (m.flow, m.data_dir, m.sender) == (1, 1, "server")
+    assert plots.goodput_series(table).sum() * plots.goodput_series(table).attrs["bin_s"] / 8 == 3000
+    assert data_direction(table.packets[table.packets["flow"] == 0]) == 0
+    with pytest.raises(ValueError, match="no TCP packets"):
+        main_flow(table.packets.iloc[0:0])

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from tcplab.cases import CaseLab, buffers
-from tcplab.lab import PathSpec, sysctl
+from tcplab.lab import PathSpec, sysctl, tracefs
 from tcplab.traffic import Bulk
 
 
@@ -97,11 +97,9 @@ def test_sendmsg_summary_tells_checked_new_buffers_from_unchecked_appends():
 
 
 def test_sendmsg_trace_leaves_no_instance_behind(root):
-    from tcplab.observe import trace
-
     with buffers.sendmsg_trace() as read:
         assert "tracer" in read()
-    mine = [p for p in (trace.TRACEFS / "instances").iterdir() if p.name.startswith(f"{trace.INSTANCE_PREFIX}{os.getpid()}-")]
+    mine = [p for p in (tracefs.TRACEFS / "instances").iterdir() if p.name.startswith(f"{tracefs.INSTANCE_PREFIX}{os.getpid()}-")]
     assert mine == []
 
 
@@ -204,7 +202,7 @@ def test_on_stock_limits_a_variant_runs_with_its_limit_raised_then_restored(stoc
     assert sysctl.read(buffers.WMEM_MAX) == str(STOCK)  # back to the value the path found
     small = lab.run("sndbuf-16KB", Bulk(size="256KB", sndbuf="16KB", cc="cubic"),
                     path=limits.spec(spec, Bulk(sndbuf="16KB")), observe=observe)
-    assert small.path_params["host"] == {}  # nothing to raise for 16 KB
+    assert small.run.spec.host == {}  # nothing to raise for 16 KB
     note = limits.note()
     assert f"`net.core.wmem_max` was {STOCK} on this machine" in note
     assert "the variant sndbuf-256KB raised it to 262144 for its run" in note

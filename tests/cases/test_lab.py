@@ -72,7 +72,7 @@ def test_pick_prefers_the_notebooks_value_then_the_profile(dirs):
 def test_live_variant_is_indexed_and_knows_its_buffers(recorded, dirs):
     lab, trial, kept = recorded
     assert trial.socket("server")["sndbuf"] == 32768  # the kernel doubles SO_SNDBUF
-    assert trial.context()["sndbuf_effective"] == 32768 and trial.context()["rtt_s"] == pytest.approx(0.01)
+    assert trial.context().sndbuf_effective == 32768 and trial.context().rtt_s == pytest.approx(0.01)
     assert trial.app.bytes == 256 * 1024
     index = json.loads((dirs["runs_dir"] / CASE / "index.json").read_text())
     assert index["runs"] == {"sndbuf-16KB": trial.run.dir.name}
@@ -84,7 +84,7 @@ def test_live_variant_is_indexed_and_knows_its_buffers(recorded, dirs):
 def test_same_parameters_reuse_the_recorded_run_unless_fresh(recorded, dirs, monkeypatch):
     _, first, _ = recorded
     with monkeypatch.context() as patched:
-        patched.setattr("tcplab.lab.Path.start", lambda self: pytest.fail("a reused run built a path"))
+        patched.setattr("tcplab.lab.NetPath.start", lambda self: pytest.fail("a reused run built a path"))
         again = CaseLab(CASE, mode="live", **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
     assert again.run.dir == first.run.dir
     fresh = CaseLab(CASE, mode="live", fresh=True, **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
@@ -112,7 +112,7 @@ def test_repetitions_are_distinct_runs_and_are_reused_as_such(root, dirs):
 def test_replay_gives_the_recorded_numbers_without_touching_the_system(recorded, dirs, monkeypatch):
     lab, trial, kept = recorded
     # A replay must never build a path.
-    monkeypatch.setattr("tcplab.lab.Path.start", lambda self: pytest.fail("replay built a path"))
+    monkeypatch.setattr("tcplab.lab.NetPath.start", lambda self: pytest.fail("replay built a path"))
     replay = CaseLab(CASE, mode="replay", **dirs)
     again = replay.run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
     assert again.replayed and again.goodput_bps == trial.goodput_bps

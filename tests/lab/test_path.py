@@ -13,7 +13,7 @@ import pytest
 
 from tcplab.units import ParameterError
 
-from tcplab.lab import Path, fidelity, netns, sysctl
+from tcplab.lab import NetPath, fidelity, netns, sysctl
 from tcplab.lab.cleanup import cleanup
 from tcplab.lab.link import netem_available
 from tcplab.observe import health
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.kernel
 
 
 def test_builds_three_namespaces_with_addresses_routes_and_forwarding(root):
-    with Path(mtu=1400) as path:
+    with NetPath(mtu=1400) as path:
         for host in (path.client, path.router, path.server):
             assert netns.exists(host.ns)
         assert path.router.sysctl("net.ipv4.ip_forward") == "1"
@@ -44,17 +44,17 @@ def test_offloads_are_off_by_default_and_kept_on_request(root):
         return {line.split(":")[0].strip(): line.split(":")[1].split()[0]
                 for line in text.splitlines() if ":" in line and line.split(":")[1].strip()}
 
-    with Path() as path:
+    with NetPath() as path:
         features = gso(path)
         assert features["tcp-segmentation-offload"] == "off"
         assert features["generic-segmentation-offload"] == "off"
         assert features["generic-receive-offload"] == "off"
-    with Path(offloads=True) as path:
+    with NetPath(offloads=True) as path:
         assert gso(path)["generic-segmentation-offload"] == "on"
 
 
 def test_two_paths_at_once_do_not_collide(root):
-    with Path() as one, Path() as two:
+    with NetPath() as one, NetPath() as two:
         assert one.client.ns != two.client.ns
         for path in (one, two):
             assert path.client.run(["ping", "-c", "1", "-W", "2", path.server.address], check=False).returncode == 0
@@ -70,13 +70,13 @@ def test_netem_probe_agrees_with_tc(root):
     finally:
         netns.remove(name)
     assert netem_available() == (tc.returncode == 0)
-    with Path(rtt="2ms") as path:
+    with NetPath(rtt="2ms") as path:
         assert path.backend == ("netem" if tc.returncode == 0 else "delayline")
         assert path.describe()["backend"] == path.backend
 
 
 def test_round_trip_time_over_tcp_matches_configuration(root):
-    with Path(rtt="20ms") as path:
+    with NetPath(rtt="20ms") as path:
         result = fidelity.tcp_rtt(path, count=30)
     # The emulator may only add time (scheduling), never remove it; 1.5 ms is a generous
     # ceiling for a loaded 2-core CI machine. The benchmark measures the real error.
@@ -87,7 +87,7 @@ def test_round_trip_time_over_tcp_matches_configuration(root):
 
 def test_the_first_packet_waits_no_longer_than_the_rest(root):
     # netem delays ARP too: without pinned neighbours the first ping would take 40 ms here.
-    with Path(rtt="20ms") as path:
+    with NetPath(rtt="20ms") as path:
         out = path.client.run(["ping", "-c", "3", "-i", "0.2", path.server.address]).stdout
         states = path.router.run(["ip", "neigh", "show"]).stdout
     first = float(re.search(r"time=([\d.]+) ms", out).group(1))
@@ -100,7 +100,7 @@ def test_the_first_packet_waits_no_longer_than_the_rest(root):
 def test_delay_line_runs_in_any_kernel(root):
     """The userspace delay line, asked for by name: on the host it is the default, in the UML
     kernel it needs the iptables front end that kernel accepts (the legacy one)."""
-    with Path(rtt="10ms", backend="delayline") as path:
+    with NetPath(rtt="10ms", backend="delayline") as path:
         assert path.backend == "delayline"
         before = path.emulation_snapshot()
         result = fidelity.tcp_rtt(path, count=20)
@@ -116,7 +116,7 @@ def test_delay_line_runs_in_any_kernel(root):
 
 
 def test_rate_limit_holds(root):
-    with Path(rtt="4ms", rate="20mbit") as path:
+    with NetPath(rtt="4ms", rate="20mbit") as path:
         put = fidelity.goodput(path, seconds=2, skip=0.5)
     # TCP payload over 1514-byte frames is at most 95.6 % of the line rate.
     assert 0.80 * 20e6 <= put.bits_per_second <= 0.97 * 20e6
@@ -124,7 +124,7 @@ def test_rate_limit_holds(root):
 
 
 def test_loss_drops_the_configured_share(root):
-    with Path(rtt="2ms", loss="10%") as path:
+    with NetPath(rtt="2ms", loss="10%") as path:
         path.client.run(["ping", "-c", "400", "-i", "0.002", "-q", path.server.address], check=False)
     stats = path.link_stats
     assert len(stats) == 2, stats  # one counter set per direction, from either backend
@@ -134,7 +134,7 @@ def test_loss_drops_the_configured_share(root):
 
 
 def test_jitter_spreads_round_trips(root):
-    with Path(rtt="20ms", jitter="4ms") as path:
+    with NetPath(rtt="20ms", jitter="4ms") as path:
         result = fidelity.tcp_rtt(path, count=40)
     spread = max(result.samples) - min(result.samples)
     assert spread >= 0.003
@@ -146,7 +146,7 @@ def test_jitter_spreads_round_trips(root):
 
 
 def test_namespace_sysctls_and_route_options_are_applied(root):
-    with Path(sysctls={"tcp_window_scaling": 0, "tcp_slow_start_after_idle": 0}, initcwnd=4, initrwnd=20) as path:
+    with NetPath(sysctls={"tcp_window_scaling": 0, "tcp_slow_start_after_idle": 0}, initcwnd=4, initrwnd=20) as path:
         for host in (path.client, path.server):
             assert host.sysctl("tcp_window_scaling") == "0"
             assert host.sysctl("tcp_slow_start_after_idle") == "0"
@@ -157,7 +157,7 @@ def test_namespace_sysctls_and_route_options_are_applied(root):
 
 
 def test_side_sysctls_apply_to_one_side_only(root):
-    with Path(side_sysctls={"server": {"tcp_window_scaling": 0}}) as path:
+    with NetPath(side_sysctls={"server": {"tcp_window_scaling": 0}}) as path:
         assert path.server.sysctl("tcp_window_scaling") == "0"
         assert path.client.sysctl("tcp_window_scaling") == "1"
     assert sysctl.read("net.ipv4.tcp_window_scaling") == "1"
@@ -167,14 +167,14 @@ def test_cc_outside_the_allowed_list_is_allowed_for_the_run_only(root):
     before = sysctl.read("net.ipv4.tcp_allowed_congestion_control")
     target = next(cc for cc in sysctl.read("net.ipv4.tcp_available_congestion_control").split()
                   if cc not in before.split() or cc == "cubic")
-    with Path(cc=target) as path:
+    with NetPath(cc=target) as path:
         assert path.client.sysctl("tcp_congestion_control") == target
     assert sysctl.read("net.ipv4.tcp_allowed_congestion_control") == before
 
 
 def test_host_guard_changes_and_restores(root):
     before = sysctl.read("net.core.wmem_max")
-    with Path(host={"net.core.wmem_max": 1 << 20}):
+    with NetPath(host={"net.core.wmem_max": 1 << 20}):
         assert sysctl.read("net.core.wmem_max") == str(1 << 20)
         assert sysctl.GUARD_RECORD.exists()
     assert sysctl.read("net.core.wmem_max") == before
@@ -183,7 +183,7 @@ def test_host_guard_changes_and_restores(root):
 
 def test_teardown_on_exception(root):
     with pytest.raises(RuntimeError):
-        with Path(rtt="10ms") as path:
+        with NetPath(rtt="10ms") as path:
             names = [h.ns for h in (path.client, path.router, path.server)]
             raise RuntimeError("boom")
     assert not any(netns.exists(n) for n in names)
@@ -191,8 +191,8 @@ def test_teardown_on_exception(root):
 
 _RUNNER = textwrap.dedent("""
     import sys, time
-    from tcplab.lab import Path
-    with Path(rtt="10ms", rate="10mbit", host={"net.core.rmem_max": 3 << 20}) as path:
+    from tcplab.lab import NetPath
+    with NetPath(rtt="10ms", rate="10mbit", host={"net.core.rmem_max": 3 << 20}) as path:
         print(path.client.ns, path.router.ns, path.server.ns, flush=True)
         time.sleep(60)
 """)
@@ -248,8 +248,8 @@ def test_not_root_is_refused_before_anything(monkeypatch):
     monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
     before = set(netns.listed())
     with pytest.raises(PermissionError, match="root"):
-        Path(rtt="20ms").start()
+        NetPath(rtt="20ms").start()
     with pytest.raises(ParameterError, match="not root") as info:  # the host kernel asked for by name
-        Path(rtt="20ms", kernel="host").start()
+        NetPath(rtt="20ms", kernel="host").start()
     assert info.value.name == "kernel"
     assert set(netns.listed()) == before

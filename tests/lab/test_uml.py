@@ -10,12 +10,12 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path as FsPath
+from pathlib import Path
 
 import pytest
 
 from tcplab.experiment import Experiment
-from tcplab.lab import Path, PathSpec, cleanup, fidelity, uml
+from tcplab.lab import NetPath, PathSpec, cleanup, fidelity, uml
 from tcplab.runs import COMPLETE
 from tcplab.traffic import Bulk
 from tcplab.units import ParameterError
@@ -75,7 +75,7 @@ def test_calls_run_in_the_second_kernel_and_exceptions_come_back_as_themselves(k
 
 def test_a_netem_path_in_uml_delays_as_configured(kernel, monkeypatch):
     monkeypatch.setattr(uml, "_shared", kernel)
-    with Path(rtt="20ms", rate="100mbit", backend="netem", kernel="uml") as path:
+    with NetPath(rtt="20ms", rate="100mbit", backend="netem", kernel="uml") as path:
         assert path.remote is kernel and path.backend == "netem" and path.kernel == "uml"
         qdiscs = path.router.run(["tc", "qdisc", "show", "dev", "to-server"]).stdout
         assert "netem" in qdiscs and "delay 10ms" in qdiscs, qdiscs
@@ -88,7 +88,7 @@ def test_a_netem_path_in_uml_delays_as_configured(kernel, monkeypatch):
 
 def test_an_experiment_in_uml_leaves_a_complete_record_on_the_host(kernel, monkeypatch, tmp_path):
     monkeypatch.setattr(uml, "_shared", kernel)
-    with Path(rtt="10ms", rate="50mbit", kernel="uml") as path:
+    with NetPath(rtt="10ms", rate="50mbit", kernel="uml") as path:
         run = Experiment(path, Bulk(size="1MB"), case="uml-test", runs_dir=tmp_path).run()
     assert run.status == COMPLETE and run.dir.parent.parent == tmp_path
     assert run.environment["lab_kernel"] == "uml" and run.environment["kernel"] == kernel.release
@@ -119,7 +119,7 @@ def test_the_owners_death_ends_the_kernel_and_cleanup_removes_its_record():
     child.wait()
     assert _wait_gone(facts["pgid"]), "the UML kernel outlived its owner"
     assert facts["umid"] in cleanup.cleanup().uml_instances
-    assert not FsPath(facts["workdir"]).exists()
+    assert not Path(facts["workdir"]).exists()
 
 
 def test_cleanup_ends_an_orphan_whose_watchdog_died_too():

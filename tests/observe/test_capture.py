@@ -6,14 +6,14 @@ import pytest
 
 from .helpers import transfer
 from tcplab.analysis import read_packets
-from tcplab.lab import Path
+from tcplab.lab import NetPath
 from tcplab.observe.capture import Capture, CaptureError, CapturePoint, points_for
 
 
 @pytest.mark.kernel
 def test_capture_sees_the_handshake_and_counts_packets(root, tmp_path):
     port = 5321
-    with Path(rtt="4ms") as path:
+    with NetPath(rtt="4ms") as path:
         points = points_for(path, "both", sender="server")
         with Capture(points, tmp_path, port) as capture:
             # start() returned: tcpdump is listening now, so the SYN cannot be missed.
@@ -36,7 +36,7 @@ def test_capture_sees_the_handshake_and_counts_packets(root, tmp_path):
 @pytest.mark.kernel
 def test_router_points_and_packet_limit(root, tmp_path):
     port = 5322
-    with Path(rtt="2ms") as path:
+    with NetPath(rtt="2ms") as path:
         points = points_for(path, "router", sender="server")
         with Capture(points, tmp_path, port, max_bytes=50 * (128 + 16)) as capture:
             transfer(path, port, 200_000)
@@ -48,6 +48,6 @@ def test_router_points_and_packet_limit(root, tmp_path):
 
 @pytest.mark.kernel
 def test_capture_on_a_missing_interface_fails_clearly(root, tmp_path):
-    with Path() as path:
+    with NetPath() as path:
         with pytest.raises(CaptureError, match="nosuch"):
             Capture([CapturePoint(path.server, "nosuch0")], tmp_path, 5323, start_timeout=5).start()

@@ -9,7 +9,7 @@ import time
 import pandas as pd
 import pytest
 
-from tcplab.lab import Path
+from tcplab.lab import NetPath
 from tcplab.observe import sockdiag
 from tcplab.observe.ss import COLUMNS, SsSampler, diag_row, parse_ss, ss_command
 
@@ -129,7 +129,7 @@ def _wait_until_blocked(host, port, *, settled_s=0.1, timeout_s=10.0):
 def test_real_ss_output_of_a_blocked_receiver(root):
     """A receiver that reads nothing: ss shows its queue holding the data, the sender stuck."""
     port = 5311
-    with Path(rtt="2ms") as path:
+    with NetPath(rtt="2ms") as path:
         srv = path.server.call(_listen, port)
         cli = path.client.call(_connect, path.server.address, port)
         conn, _ = srv.accept()
@@ -173,7 +173,7 @@ def test_sampler_series_in_both_namespaces(root):
     from .helpers import transfer
 
     port = 5312
-    with Path(rtt="10ms", rate="20mbit") as path:
+    with NetPath(rtt="10ms", rate="20mbit") as path:
         with SsSampler({"client": path.client.ns, "server": path.server.ns}, port, interval=0.01) as sampler:
             assert transfer(path, port, 1 << 20) == 1 << 20
         df = sampler.frame()

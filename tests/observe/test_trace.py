@@ -7,7 +7,7 @@ import time
 import pytest
 
 from .helpers import transfer
-from tcplab.lab import Path
+from tcplab.lab import NetPath, tracefs
 from tcplab.observe import trace
 from tcplab.observe.trace import Tracepoints, parse_trace
 
@@ -35,7 +35,7 @@ def test_parse_trace_sample():
 
 def _kernel_traces() -> bool:
     """Whether this kernel has tracefs: Debian's UML kernel (6.1) is built without tracing."""
-    return trace.ensure_tracefs()
+    return tracefs.ensure_tracefs()
 
 
 @pytest.mark.kernel
@@ -43,14 +43,14 @@ def test_tcp_probe_events_for_a_transfer(root):
     port = 5331
     if not _kernel_traces():
         # This kernel's own expectation: the transfer runs, every event says why it is missing.
-        with Path(rtt="4ms") as path, Tracepoints(port) as tracer:
+        with NetPath(rtt="4ms") as path, Tracepoints(port) as tracer:
             assert transfer(path, port, 500_000) == 500_000
         assert set(tracer.availability.values()) == {"not available: no tracefs"} and tracer.frame().empty
         return
-    with Path(rtt="4ms") as path:
+    with NetPath(rtt="4ms") as path:
         started = time.time()
         with Tracepoints(port) as tracer:
-            instance = trace.TRACEFS / "instances" / tracer.name
+            instance = tracefs.TRACEFS / "instances" / tracer.name
             assert instance.is_dir()
             transfer(path, port, 500_000)
         ended = time.time()
@@ -78,7 +78,7 @@ def test_missing_event_is_recorded_not_fatal(root, monkeypatch):
 
 
 def test_no_tracefs_degrades(monkeypatch, tmp_path):
-    monkeypatch.setattr(trace, "TRACEFS", tmp_path / "absent")
+    monkeypatch.setattr(tracefs, "TRACEFS", tmp_path / "absent")
     with Tracepoints(5333) as tracer:
         pass
     assert set(tracer.availability.values()) == {"not available: no tracefs"}
@@ -86,11 +86,11 @@ def test_no_tracefs_degrades(monkeypatch, tmp_path):
 
 
 def test_cleanup_spares_live_owners_and_removes_dead(root, tmp_path, monkeypatch):
-    monkeypatch.setattr(trace, "TRACEFS", tmp_path)
+    monkeypatch.setattr(tracefs, "TRACEFS", tmp_path)
     live = tmp_path / "instances" / "tcplab-1-aaaaaa"  # pid 1 is always alive
     dead = tmp_path / "instances" / f"tcplab-{2**22 + 7}-bbbbbb"
     for directory in (live, dead):
         directory.mkdir(parents=True)
-    assert trace.cleanup_instances() == [dead.name]
+    assert tracefs.cleanup_instances() == [dead.name]
     assert live.is_dir()
-    assert trace.cleanup_instances(force=True) == [live.name]
+    assert tracefs.cleanup_instances(force=True) == [live.name]

@@ -8,7 +8,7 @@ import re
 from tcplab.report.editions import EDITIONS
 from tcplab.report.handout import STATUSES
 from tcplab.report.templating import TEMPLATES_DIR, counter_content, css_string, format_value
-from tcplab.report.text import Messages
+from tcplab.words import STRINGS_DIR, Messages
 
 
 def test_missing_translation_falls_back_to_english():
@@ -25,7 +25,7 @@ def test_labels_translate_codes_and_keep_unknown_ones():
 
 
 def test_every_key_used_in_templates_exists():
-    keys = set(json.loads((TEMPLATES_DIR / "strings" / "en.json").read_text()))
+    keys = set(json.loads((STRINGS_DIR / "en.json").read_text()))
     used = set()
     for template in TEMPLATES_DIR.glob("*.j2"):
         used |= set(re.findall(r"""\bt\(\s*["']([\w.]+)["']""", template.read_text()))

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tcplab.lab import Path
+from tcplab.lab import NetPath
 
 #: The path of the seeds: 20 ms RTT, 100 Mbit/s, bbr.
 RTT = 0.020
@@ -16,5 +16,5 @@ RTT = 0.020
 def path():
     if os.geteuid() != 0:
         pytest.fail("kernel tests need root: run `make test` as root")
-    with Path(rtt="20ms", rate="100mbit", cc="bbr") as built:
+    with NetPath(rtt="20ms", rate="100mbit", cc="bbr") as built:
         yield built

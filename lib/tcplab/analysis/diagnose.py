@@ -1,65 +1,33 @@
 """What limited a TCP transfer, read from its packets: :func:`diagnose`.
 
-Every round trip of the transfer (one time bin of :class:`~.metrics.FlowMetrics`) gets the
-limit its packets show, checked in this order:
-
-* ``zero-window``: the receiver's window is closed;
-* ``congestion-loss``: a retransmission or a duplicate ACK falls in it, or it is mostly
-  loss recovery (:attr:`FlowMetrics.recoveries`, plus the round trip after it, with the
-  window cut) or a retransmission timeout;
-* ``nagle-delayed-ack`` / ``application-limited``: most of it is a sender silence of that
-  kind (see :attr:`FlowMetrics.gaps`);
-* ``receiver-window-limited``: bytes in flight reach the receiver's window (within 2 MSS);
-* otherwise, when the sender is sending, the *sender side*: in flight below the window
-  (``"sender-side"`` in :attr:`Diagnosis.limits` when it could not be split further).
-
-The shares of time give :attr:`Diagnosis.limits`; the largest names the diagnosis, after
-the sender side is split by what else the packets (and the run's context or kernel
-telemetry, when given) say, in this order:
-
-* ``slow-start``: the transfer is over in a few round trips;
-* the kernel's own account (``ss``'s ``sndbuf_limited`` / ``rwnd_limited`` shares of the
-  busy time), when telemetry is given;
-* ``path-bandwidth``: goodput reaches the path's rate;
-* ``application-limited``: the flow is request/response turns, each message out within a
-  round trip, so the exchange of messages sets the pace, not TCP;
-* ``path-bandwidth``: round trips grow as a queue fills;
-* ``cwnd-limited``: the congestion window holds the sender. The kernel says that neither
-  buffer limits it, or (without telemetry and without a pinned SO_SNDBUF) bytes in flight
-  keep growing, as in congestion avoidance. When the flow lost segments, the cut window is
-  the work of that loss, and the label is ``congestion-loss``;
-* ``sender-buffer-limited``: bytes in flight plateau while the round trip stays flat.
-
-A receiver window capped at 64 KB without window scaling is ``window-scaling-absent``.
-
-Two verdicts come before the shares, because few packets suffice for them: a sender that
-spends most of the flow resending into a peer that sends nothing back is
-``peer-unresponsive`` (nothing the network's speed or the windows explain), and a closed
-receive window for most of the flow is ``zero-window`` however few packets it took.
-When the largest limit covers less than :data:`MIN_SHARE` of the transfer, or the packets
-are too few, the diagnosis is ``undetermined``: never a guess.
-
-The words come from ``strings/<language>.json``; the labels are stable codes.
+Each round trip of the transfer (a time bin of :class:`~.metrics.FlowMetrics`) gets the limit
+its packets show (:func:`round_states`); the shares of time give :attr:`Diagnosis.limits`, and
+the largest names the diagnosis, once the "sender side" is split by what else the packets,
+the run's context or the kernel's ``ss`` telemetry say. Verdicts that few packets suffice for
+(a silent peer, a closed window) come first; too little evidence is ``undetermined``, never a
+guess. The order of the rules is the code's: :meth:`_Reasoner.conclude` and
+:meth:`_Reasoner._split_sender_side`. The labels are stable codes; their words are in
+:mod:`tcplab.words` (``label.``, ``evidence.``, ``caveat.``).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
-from pathlib import Path
+from functools import cached_property
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from ..units import ParameterError, format_byte_rate, format_duration, format_rate, format_size
+from ..params import Params, param
+from ..units import format_byte_rate, format_duration, format_rate, format_size
+from ..words import Messages, check_language
 from . import theory
 from .metrics import CAPTURE_FIELDS, FlowMetrics, flow_metrics
 from .packets import PacketTable
 
-__all__ = ["Diagnosis", "diagnose", "LABELS", "MIN_SHARE", "strings"]
+__all__ = ["Diagnosis", "DiagnosisContext", "diagnose", "LABELS", "MIN_SHARE"]
 
 LABELS = ("sender-buffer-limited", "receiver-window-limited", "zero-window", "congestion-loss", "path-bandwidth",
           "application-limited", "nagle-delayed-ack", "window-scaling-absent", "slow-start", "cwnd-limited",
@@ -90,18 +58,51 @@ WINDOW_EXPLAINS = 0.5
 MIN_EXCHANGES = 3
 SENDER_SIDE = "sender-side"
 
-_CONTEXT_KEYS = {"rate_bps", "rtt_s", "sndbuf", "sndbuf_effective", "rcvbuf", "rcvbuf_effective", "cc",
-                 "wmem_max", "rmem_max", "mtu", "receiver_prunes"}
+@dataclass(frozen=True)
+class DiagnosisContext(Params):
+    """What a run knows that its capture alone does not, in stored units (bit/s, seconds,
+    bytes); every field may be unset. :meth:`from_run` reads it from a run record."""
 
+    rate_bps: float | None = param("float", None, "the path's configured rate, bit/s", low=0.0, low_open=True,
+                                   optional=True)
+    rtt_s: float | None = param("float", None, "the path's configured round trip, seconds", low=0.0, low_open=True,
+                                optional=True)
+    sndbuf: int | None = param("int", None, "SO_SNDBUF the sender asked for, bytes", low=1, optional=True)
+    sndbuf_effective: int | None = param("int", None, "SO_SNDBUF the sender's kernel gave, bytes", low=1,
+                                         optional=True)
+    rcvbuf: int | None = param("int", None, "SO_RCVBUF the receiver asked for, bytes", low=1, optional=True)
+    rcvbuf_effective: int | None = param("int", None, "SO_RCVBUF the receiver's kernel gave, bytes", low=1,
+                                         optional=True)
+    cc: str | None = param("str", None, "the sender's congestion control", optional=True)
+    wmem_max: int | None = param("int", None, "net.core.wmem_max, bytes", low=1, optional=True)
+    rmem_max: int | None = param("int", None, "net.core.rmem_max, bytes", low=1, optional=True)
+    mtu: int | None = param("int", None, "the path's MTU, bytes", low=1, optional=True)
+    receiver_prunes: int | None = param("int", None, "times the receiver's kernel pruned its queue for lack of "
+                                        "memory (nstat PruneCalled + RcvPruned)", low=0, optional=True)
 
-@lru_cache(maxsize=None)
-def strings(language: str = "en") -> dict:
-    """The user-facing words (labels, evidence sentences, report headings) of ``language``."""
-    path = Path(__file__).with_name("strings") / f"{language}.json"
-    if not path.exists():
-        available = sorted(p.stem for p in path.parent.glob("*.json"))
-        raise ParameterError("language", language, "one of " + ", ".join(available))
-    return json.loads(path.read_text(encoding="utf-8"))
+    @classmethod
+    def from_run(cls, run: Any) -> "DiagnosisContext":
+        """From a run record (:class:`tcplab.runs.Run`): its path, the sockets its programs
+        read back, and the receiver's kernel counters."""
+        workload, spec = run.workload, run.spec
+        sockets = (run.app.sockets if run.app is not None else None) or {}
+        sends, receives = sockets.get(workload.sender(), {}), sockets.get(workload.receiver(), {})
+        out: dict[str, Any] = {"rate_bps": spec.rate, "rtt_s": 2 * spec.one_way_delay or None,
+                               "cc": sends.get("cc") or None}
+        if sends.get("sndbuf_requested"):
+            out["sndbuf"], out["sndbuf_effective"] = sends["sndbuf_requested"], sends["sndbuf"]
+        if receives.get("rcvbuf_requested"):
+            out["rcvbuf"], out["rcvbuf_effective"] = receives["rcvbuf_requested"], receives["rcvbuf"]
+        if getattr(spec, "mtu", None):
+            out["mtu"] = spec.mtu
+        if run.counters:
+            moved = run.counters.get(workload.receiver(), {})
+            out["receiver_prunes"] = int(moved.get("TcpExtPruneCalled", 0) + moved.get("TcpExtRcvPruned", 0))
+        return cls(**out)
+
+    def known(self) -> dict[str, Any]:
+        """The fields that are set."""
+        return {k: v for k, v in self.to_dict().items() if v is not None}
 
 
 @dataclass
@@ -130,39 +131,24 @@ class Diagnosis:
 
 
 def diagnose(table: PacketTable, flow: int | None = None, *, telemetry: pd.DataFrame | None = None,
-             context: Mapping[str, Any] | None = None, language: str = "en") -> Diagnosis:
+             context: DiagnosisContext | Mapping[str, Any] | None = None, language: str = "en") -> Diagnosis:
     """Diagnose ``flow`` (default: the largest) of ``table``; see the module docstring.
 
-    ``context`` may carry what a run knows, in stored units: ``rate_bps``, ``rtt_s``
-    (configured), ``sndbuf``/``rcvbuf`` (requested) and ``sndbuf_effective``/
-    ``rcvbuf_effective``, ``wmem_max``/``rmem_max``, ``cc``, ``mtu``, and
-    ``receiver_prunes``: how often the receiver's kernel pruned its receive queue for lack of
-    memory during the run (nstat ``TcpExtPruneCalled`` + ``TcpExtRcvPruned``). Unknown keys
-    are a :class:`ParameterError`, so a typo does not silently weaken the diagnosis.
+    ``context`` is what a run knows (:class:`DiagnosisContext`, or a mapping of its fields in
+    stored units). Unknown keys are a :class:`ParameterError`, so a typo does not silently
+    weaken the diagnosis.
     """
     context = _check_context(context)
-    words = strings(language)
+    words = Messages(check_language(language))
     metrics = flow_metrics(table, flow, telemetry=telemetry)
     return _Reasoner(metrics, context, words).conclude()
 
 
-def _check_context(context: Mapping[str, Any] | None) -> dict[str, Any]:
-    context = dict(context or {})
-    unknown = sorted(set(context) - _CONTEXT_KEYS)
-    if unknown:
-        raise ParameterError(unknown[0], context[unknown[0]], "one of " + ", ".join(sorted(_CONTEXT_KEYS)),
-                             "unknown context key")
-    for key in ("rate_bps", "rtt_s", "sndbuf", "sndbuf_effective", "rcvbuf", "rcvbuf_effective",
-                "wmem_max", "rmem_max", "mtu"):
-        value = context.get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
-            raise ParameterError(key, value, "a number above 0 in stored units (bit/s, seconds, bytes)")
-    prunes = context.get("receiver_prunes")
-    if prunes is not None and (isinstance(prunes, bool) or not isinstance(prunes, int) or prunes < 0):
-        raise ParameterError("receiver_prunes", prunes, "a whole number from 0")
-    return context
+def _check_context(context: DiagnosisContext | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The context's set fields; a mapping is checked as a :class:`DiagnosisContext`."""
+    if not isinstance(context, DiagnosisContext):
+        context = DiagnosisContext.from_settings(dict(context or {}))
+    return context.known()
 
 
 def round_states(m: FlowMetrics) -> pd.Series:
@@ -220,7 +206,7 @@ def _pinned_bins(m: FlowMetrics, start: np.ndarray, end: np.ndarray) -> np.ndarr
 class _Reasoner:
     """Turns metrics (and context) into a Diagnosis: one method per label's evidence."""
 
-    def __init__(self, m: FlowMetrics, context: dict, words: dict) -> None:
+    def __init__(self, m: FlowMetrics, context: dict, words: Messages) -> None:
         self.m, self.context, self.words = m, context, words
         self.evidence: dict[str, Any] = {}
         self.sentences: list[str] = []
@@ -564,37 +550,37 @@ class _Reasoner:
 
     # --- words ------------------------------------------------------------------------------------
     def _say(self, key: str, **values: Any) -> list[str]:
-        return [self.words["evidence"][key].format(**values)]
+        return [self.words(f"evidence.{key}", **values)]
 
     def _done(self, label: str, shares: pd.Series, sentences: list[str]) -> Diagnosis:
-        words = self.words["labels"][label]
+        title = self.words(f"label.{label}.title")
         limits: dict[str, float] = {}
         for k, v in shares.items():
             name = self._side_name(label) if k == SENDER_SIDE else k
             limits[name] = limits.get(name, 0.0) + float(v)
         caveats = self._caveats()
         sentences = sentences + caveats
-        summary = self.words["summary"].format(title=words["title"], evidence="; ".join(sentences))
-        return Diagnosis(label=label, title=words["title"], explanation=words["explanation"],
+        summary = self.words("diagnosis.summary", title=title, evidence="; ".join(sentences))
+        return Diagnosis(label=label, title=title, explanation=self.words(f"label.{label}.explanation"),
                          limits=sorted(limits.items(), key=lambda kv: -kv[1]), evidence=self.evidence,
                          sentences=sentences, summary=summary, metrics=self.m, caveats=caveats)
 
     def _caveats(self) -> list[str]:
         """What the capture lacks or holds twice, said beside any verdict it qualifies."""
-        m, say = self.m, self.words["caveats"]
+        m = self.m
         out = []
         if m.duplicate_frames:
-            out.append(say["duplicate-frames"].format(n=m.duplicate_frames))
+            out.append(self.words("caveat.duplicate-frames", n=m.duplicate_frames))
         if m.payload_bytes and m.captured_bytes < m.payload_bytes:
             missing = m.payload_bytes - m.captured_bytes
-            out.append(say["bytes-missing"].format(missing=_size(missing), payload=_size(m.payload_bytes),
-                                                   share=f"{100 * missing / m.payload_bytes:.2g} %"))
+            out.append(self.words("caveat.bytes-missing", missing=_size(missing), payload=_size(m.payload_bytes),
+                                  share=f"{100 * missing / m.payload_bytes:.2g} %"))
         if m.lost_segments or m.acked_unseen:
-            out.append(say["holes"].format(lost=m.lost_segments, unseen=m.acked_unseen))
+            out.append(self.words("caveat.holes", lost=m.lost_segments, unseen=m.acked_unseen))
         if m.truncated_packets:
-            out.append(say["truncated"].format(n=m.truncated_packets))
+            out.append(self.words("caveat.truncated", n=m.truncated_packets))
         if m.time_reversals:
-            out.append(say["time-reversals"].format(n=m.time_reversals))
+            out.append(self.words("caveat.time-reversals", n=m.time_reversals))
         self.evidence.update(capture={k: getattr(m, k) for k in CAPTURE_FIELDS})
         return out
 

@@ -70,7 +70,7 @@ from ._expert_kernel import (  # noqa: F401  (re-exported: the bit values are pu
     A_WINDOW_FULL, A_WINDOW_UPDATE, A_ZERO_WINDOW, A_ZERO_WINDOW_PROBE, A_ZERO_WINDOW_PROBE_ACK,
     DUPLICATE_MEMORY, analyze_kernel, duplicate_kernel,
 )
-from .packets import PacketTable
+from .table import PacketTable
 
 __all__ = ["analyze", "EXPERT_COLUMNS", "FLAG_COLUMNS"]
 

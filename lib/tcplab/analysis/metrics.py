@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 
 from ..units import ParameterError
-from .packets import PacketTable
+from .table import PacketTable, data_direction, main_flow
 
-__all__ = ["FlowMetrics", "flow_metrics", "largest_flow", "flow_label", "DELAYED_ACK_MIN_S", "CAPTURE_FIELDS"]
+__all__ = ["FlowMetrics", "flow_metrics", "largest_flow", "flow_label", "flow_rows", "data_flows",
+           "DELAYED_ACK_MIN_S", "CAPTURE_FIELDS"]
 
 #: A delayed ACK on Linux waits at least 40 ms (TCP_DELACK_MIN); 30 ms of extra wait
 #: beyond the path's round trip counts as one.
@@ -162,12 +163,10 @@ def _json_ready(value: Any) -> Any:
 
 
 def largest_flow(table: PacketTable) -> int:
-    """The flow that carried most payload (both directions); first on a tie."""
-    flows = table.flows
-    if flows.empty:
+    """The main flow (:func:`~.table.main_flow`): most payload, both directions; first on a tie."""
+    if table.flows.empty or table.packets.empty:
         raise ValueError(f"{table.source.path}: no TCP flow")
-    total = flows["bytes_c2s"] + flows["bytes_s2c"]
-    return int(flows["flow"].iloc[int(np.argmax(total.to_numpy()))])
+    return main_flow(table.packets)
 
 
 def flow_label(row: pd.Series) -> tuple[str, str]:
@@ -175,6 +174,24 @@ def flow_label(row: pd.Series) -> tuple[str, str]:
         return f"[{addr}]:{port}" if ":" in str(addr) else f"{addr}:{port}"
 
     return end(row["client"], row["client_port"]), end(row["server"], row["server_port"])
+
+
+def flow_rows(table: PacketTable) -> list[dict]:
+    """One row per flow of ``table``: its ends, packets, bytes each way, duration, handshake seen."""
+    rows = []
+    for _, row in table.flows.iterrows():
+        client, server = flow_label(row)
+        rows.append({"flow": int(row["flow"]), "client": client, "server": server,
+                     "packets": int(row["packets"]), "bytes_c2s": int(row["bytes_c2s"]),
+                     "bytes_s2c": int(row["bytes_s2c"]), "duration_s": float(row["last"] - row["first"]),
+                     "handshake": bool(row["handshake"])})
+    return rows
+
+
+def data_flows(table: PacketTable) -> list[int]:
+    """The flows of ``table`` that carried payload, largest first (ties in flow order)."""
+    payload = table.packets.groupby("flow")["len"].sum()
+    return [int(flow) for flow in payload[payload > 0].sort_values(ascending=False, kind="stable").index]
 
 
 def flow_metrics(table: PacketTable, flow: int | None = None, *, telemetry: pd.DataFrame | None = None,
@@ -205,7 +222,7 @@ class _Builder:
         self.pk = pk
         self.duplicate_frames = duplicate_frames
         self.info = info
-        self.dd = 0 if int(info["bytes_c2s"]) >= int(info["bytes_s2c"]) else 1
+        self.dd = data_direction(pk)
         self.snd = pk.loc[pk["dir"] == self.dd]
         self.rcv = pk.loc[pk["dir"] != self.dd]
         self.data = self.snd.loc[self.snd["len"] > 0]

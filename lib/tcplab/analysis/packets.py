@@ -60,6 +60,7 @@ import pandas as pd
 
 from . import _decode as D
 from . import _pcapio as io
+from .table import PacketTable
 
 __all__ = ["PacketTable", "PcapError", "PcapSource", "PcapWarning", "read_packets", "PACKET_COLUMNS",
            "FLOW_COLUMNS"]
@@ -117,23 +118,6 @@ class PcapSource:
     @property
     def link_name(self) -> str:
         return ", ".join(dict.fromkeys(_LINK_NAMES.get(t, f"LINKTYPE {t}") for t in self.link_types))
-
-
-@dataclass
-class PacketTable:
-    """``packets``: one row per TCP packet; ``flows``: one row per connection (``flow``)."""
-
-    packets: pd.DataFrame
-    flows: pd.DataFrame
-    source: PcapSource
-
-    @property
-    def has_expert(self) -> bool:
-        return "retransmission" in self.packets.columns
-
-    def __repr__(self) -> str:
-        return (f"PacketTable({self.source.path!r}: {len(self.packets)} TCP packets in "
-                f"{len(self.flows)} flows, {self.source.frames} frames)")
 
 
 _PCAP_MAGIC = {

@@ -1,8 +1,8 @@
 """The course's cases: what a case notebook calls to run its variants (live or replayed)
 and to read them (step "explain" of the journey). See :class:`CaseLab`."""
 
-from .lab import MODES, PROFILES, CaseLab, ReplayedPath
+from .lab import CaseLab, ReplayedPath
 from .replay import ReplayMissing, save
 from .trial import Trial
 
-__all__ = ["CaseLab", "Trial", "ReplayedPath", "ReplayMissing", "MODES", "PROFILES", "save"]
+__all__ = ["CaseLab", "Trial", "ReplayedPath", "ReplayMissing", "save"]

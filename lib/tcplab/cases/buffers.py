@@ -11,9 +11,7 @@ and in replay.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import secrets
 import tempfile
 from typing import Any, Callable, Iterator, Mapping
 
@@ -21,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import theory
-from ..lab import PathSpec, sysctl
-from ..observe import trace
-from ..traffic import host_limits
+from ..analysis.table import flow_view
+from ..lab import PathSpec, sysctl, tracefs
+from .trial import Trial
 
 __all__ = ["send_wait", "burst_starts", "burst_spacing", "advertised_windows",
            "handshake_wscale", "handshake_window", "scaling_ratios", "sendbuf_row", "rcvbuf_row", "goodput_frame",
@@ -31,7 +29,7 @@ __all__ = ["send_wait", "burst_starts", "burst_spacing", "advertised_windows",
            "WMEM_MAX", "RMEM_MAX", "read_limits", "BufferLimits"]
 
 
-def send_wait(trial: Any) -> dict[str, float]:
+def send_wait(trial: Trial) -> dict[str, float]:
     """Seconds the sending program spent inside ``send()`` and that time's share of the
     transfer (first write to last byte read), from the side program's own report."""
     side = (trial.app.extra or {}).get("sides", {}).get(trial.sender, {})
@@ -48,13 +46,11 @@ def burst_starts(times: np.ndarray | pd.Series, gap_s: float) -> np.ndarray:
     return np.concatenate([t[:1], t[1:][np.diff(t) > gap_s]])
 
 
-def burst_spacing(trial: Any, gap_s: float = 0.005) -> float:
+def burst_spacing(trial: Trial, gap_s: float = 0.005) -> float:
     """Median time between the starts of the sender's data bursts (NaN with fewer than 3)."""
-    pk = trial.packets.packets
-    flow = int(pk.groupby("flow")["len"].sum().idxmax())
-    view = pk[(pk["flow"] == flow) & (pk["len"] > 0)]
-    direction = int(view.groupby("dir")["len"].sum().idxmax())
-    starts = burst_starts(view.loc[view["dir"] == direction, "rel_time"].sort_values(), gap_s)
+    view, _, direction = flow_view(trial.packets)
+    sent = view.loc[(view["dir"] == direction) & (view["len"] > 0), "rel_time"]
+    starts = burst_starts(sent.sort_values(), gap_s)
     return float(np.median(np.diff(starts))) if starts.size >= 3 else float("nan")
 
 
@@ -88,12 +84,12 @@ def scaling_ratios(trace: pd.DataFrame) -> list[int]:
     return [int(v) for v in pd.unique(trace["scaling_ratio"].dropna())]
 
 
-def _receiver_dir(trial: Any) -> int:
+def _receiver_dir(trial: Trial) -> int:
     # dir 0 is client -> server in the packet table
     return 0 if trial.receiver == "client" else 1
 
 
-def sendbuf_row(trial: Any) -> dict[str, Any]:
+def sendbuf_row(trial: Trial) -> dict[str, Any]:
     """One line of case 01's table: what the sender asked, got, queued and put in flight."""
     ss = trial.socket_samples(trial.sender)
     sock = trial.socket(trial.sender)
@@ -115,7 +111,7 @@ def sendbuf_row(trial: Any) -> dict[str, Any]:
     }
 
 
-def rcvbuf_row(trial: Any) -> dict[str, Any]:
+def rcvbuf_row(trial: Trial) -> dict[str, Any]:
     """One line of case 02's table: the receiver's buffer, its window and what it allowed."""
     pk = trial.packets.packets
     rdir = _receiver_dir(trial)
@@ -224,9 +220,9 @@ def sendmsg_summary(events: pd.DataFrame, writes: int) -> dict[str, float]:
 def sendmsg_trace() -> Iterator[Callable[[], str]]:
     """Record ``tcp:tcp_sendmsg_locked`` in a private tracefs instance (removed on exit, and by
     ``tcplab cleanup`` if this process dies); yields a function that returns the trace text."""
-    if not trace.ensure_tracefs():
+    if not tracefs.ensure_tracefs():
         raise RuntimeError("tracefs is not available")
-    instance = trace.TRACEFS / "instances" / f"{trace.INSTANCE_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
+    instance = tracefs.new_instance()
     instance.mkdir()
     enable = instance / "events" / "tcp" / "tcp_sendmsg_locked" / "enable"
     try:
@@ -243,7 +239,7 @@ def trace_sendmsg(path: Any, workload: Any) -> dict[str, float] | None:
     """Run ``workload`` once on a live ``path`` (not recorded, no capture) while tracing how
     the sender's ``send()`` calls fill the send buffer; :func:`sendmsg_summary` of it, or
     None on a kernel without tracefs (nothing is run then)."""
-    if not trace.ensure_tracefs():
+    if not tracefs.ensure_tracefs():
         return None
     with tempfile.TemporaryDirectory() as logs, sendmsg_trace() as read:
         result = workload.run(path, logs)
@@ -265,7 +261,7 @@ TCP_RMEM, TCP_WMEM = "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"
 def read_limits() -> dict[str, Any]:
     """The buffer limits of the kernel this runs in: wmem_max and rmem_max (ints), tcp_rmem
     and tcp_wmem (as the kernel prints them, "min default max")."""
-    return {**host_limits(), **{key: " ".join(sysctl.read(key).split()) for key in (TCP_RMEM, TCP_WMEM)}}
+    return {**sysctl.buffer_limits(), **{key: " ".join(sysctl.read(key).split()) for key in (TCP_RMEM, TCP_WMEM)}}
 
 
 def _plural(labels: list[str]) -> str:
@@ -361,10 +357,10 @@ class BufferLimits:
         sentences = []
         for key, param in ((WMEM_MAX, "sndbuf"), (RMEM_MAX, "rcvbuf")):
             found = int(self.found[key])
-            asked = [int(t.workload_params[param]) for t in trials if t.workload_params.get(param) is not None]
+            asked = [int(v) for t in trials if (v := getattr(t.run.workload, param, None)) is not None]
             changed: dict[int, list[str]] = {}
             for t in trials:
-                host = {sysctl.key_of(k): v for k, v in (t.path_params.get("host") or {}).items()}
+                host = {sysctl.key_of(k): v for k, v in t.run.spec.host.items()}
                 if key in host and int(host[key]) != found:
                     changed.setdefault(int(host[key]), []).append(t.label)
             if not asked and not changed:

@@ -26,21 +26,20 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
-from ..experiment import Experiment, run_params
-from ..lab import Path, PathSpec
-from ..lab.kernels import call_in, choose_kernel, held_in
+from ..course import PROFILES
+from ..experiment import Experiment, reusable_run, run_params
+from ..lab import NetPath, PathSpec
+from ..lab.kernels import call_in, choose_mode, held_in
 from ..lab.state import exclusive_measurement
 from ..observe import ObserveSpec
 from ..observe.health import group_run_delay, health_around, judged, reasons_of, wait_share
-from ..runs import Run, find_run, key_of, runs_root
+from ..runs import Run, key_of, runs_root
 from ..units import ParameterError
 from . import replay
 from .trial import Trial, kernel_label, kernel_of
 
-__all__ = ["CaseLab", "PROFILES", "MODES", "ReplayedPath"]
+__all__ = ["CaseLab", "ReplayedPath"]
 
-PROFILES = ("quick", "full")
-MODES = ("live", "replay")
 #: How many times a variant runs when the machine disturbs it (``observe.health``) before its
 #: last run stands, marked disturbed.
 RUN_TRIES = 3
@@ -53,7 +52,7 @@ class ReplayedPath:
     spec: PathSpec
 
 
-PathLike = Path | ReplayedPath | PathSpec | Mapping[str, Any]
+PathLike = NetPath | ReplayedPath | PathSpec | Mapping[str, Any]
 
 
 class CaseLab:
@@ -62,18 +61,12 @@ class CaseLab:
     def __init__(self, case_id: str, *, mode: str = "live", profile: str = "quick", fresh: bool = False,
                  kernel: str | None = "auto", runs_dir: str | os.PathLike | None = None,
                  replay_dir: str | os.PathLike | None = None) -> None:
-        if mode not in ("auto", *MODES):
-            raise ParameterError("mode", mode, "one of auto, " + ", ".join(MODES))
+        # Without root, the UML kernel runs the lab; with neither, the course replays.
+        choice = choose_mode(mode, kernel)
+        mode = choice.mode
         #: The kernel the live variants run on ("host" or "uml"; None in replay) and why.
-        self.kernel: str | None = None
-        self.kernel_why = "replay: nothing runs"
-        if mode != "replay":
-            choice = choose_kernel(kernel)
-            if choice.kernel is None and mode == "live":
-                raise ParameterError("mode", mode, "replay or auto", f"no live lab here: {choice.why}")
-            # Without root, the UML kernel runs the lab; with neither, the course replays.
-            mode = "live" if choice.kernel is not None else "replay"
-            self.kernel, self.kernel_why = choice.kernel, choice.why
+        self.kernel: str | None = choice.kernel
+        self.kernel_why = choice.why if choice.mode == "live" else "replay: nothing runs"
         if profile not in PROFILES:
             raise ParameterError("profile", profile, "one of " + ", ".join(PROFILES))
         self.case_id = case_id
@@ -113,7 +106,7 @@ class CaseLab:
 
     # --- paths ----------------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def path(self, spec: PathSpec | Mapping[str, Any] | None = None, **settings: Any) -> Iterator[Path | ReplayedPath]:
+    def path(self, spec: PathSpec | Mapping[str, Any] | None = None, **settings: Any) -> Iterator[NetPath | ReplayedPath]:
         """A path kept up for several variants in a row (state carried between them, such as
         tcp_metrics); in replay mode a stand-in with only the spec."""
         spec = self._on_kernel(_spec(spec, settings))
@@ -122,7 +115,7 @@ class CaseLab:
             return
         # The wait is news for the terminal, not for the page: the process's own stderr, not the cell's.
         with exclusive_measurement(lambda: print(f"{self.case_id}: waiting for another measurement to finish",
-                                                  file=sys.__stderr__, flush=True)), Path(spec) as live:
+                                                  file=sys.__stderr__, flush=True)), NetPath(spec) as live:
             self._saw_backend(live.backend)
             self._index(backend=live.backend, kernel=kernel_label(live.kernel, live.release))
             yield live
@@ -189,7 +182,7 @@ class CaseLab:
         self._index(kept={name: value})
         return value
 
-    def measure(self, name: str, path: Path | ReplayedPath, compute: Callable[[], Any]) -> Any:
+    def measure(self, name: str, path: NetPath | ReplayedPath, compute: Callable[[], Any]) -> Any:
         """:meth:`keep` for a measurement made outside a run record on ``path`` (case 00's): taken
         with a run's health readings around it, made again when the machine disturbed it
         (RUN_TRIES in all, as a variant), its readings kept beside the value (``NAME.health``)
@@ -230,10 +223,10 @@ class CaseLab:
         params = run_params(self._on_kernel(_spec_of(path)), workload, observe, repetition)
         if self.mode == "replay":
             trial = self._replayed(label, params)
-        elif (earlier := self._reusable(params)) is not None:
+        elif (earlier := reusable_run(self.case_id, params, fresh=self.fresh, runs_dir=self.runs_dir)) is not None:
             # Checked before a path is built: re-rendering a case costs no lab time.
             trial = self._indexed(label, earlier)
-        elif isinstance(path, Path):
+        elif isinstance(path, NetPath):
             trial = self._live(label, workload, path, observe, repetition)
         else:
             with self.path(_spec_of(path)) as live:
@@ -252,15 +245,7 @@ class CaseLab:
         return [self.run(f"{label}#{i}", workload, path=path, observe=observe, repetition=i)
                 for i in range(1, times + 1)]
 
-    def _reusable(self, params: Mapping[str, Any]) -> Run | None:
-        """A recorded run with these parameters that the machine did not disturb, unless this
-        execution is fresh."""
-        if self.fresh or os.environ.get("FRESH") == "1":
-            return None
-        earlier = find_run(self.case_id, key_of(params), runs_dir=self.runs_dir)
-        return None if earlier is None or reasons_of(earlier) else earlier
-
-    def _live(self, label: str, workload: Any, path: Path, observe: ObserveSpec, repetition: int) -> Trial:
+    def _live(self, label: str, workload: Any, path: NetPath, observe: ObserveSpec, repetition: int) -> Trial:
         experiment = Experiment(path, workload, case=self.case_id, runs_dir=self.runs_dir, observe=observe,
                                 repetition=repetition)
         # A run the machine disturbed measured the machine: run it again, a few times at most;
@@ -373,6 +358,6 @@ def _spec(spec: PathSpec | Mapping[str, Any] | None, settings: Mapping[str, Any]
 
 
 def _spec_of(path: PathLike) -> PathSpec:
-    if isinstance(path, (Path, ReplayedPath)):
+    if isinstance(path, (NetPath, ReplayedPath)):
         return path.spec
     return _spec(path, {})

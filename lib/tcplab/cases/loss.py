@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import theory
-from ..plots import flow_view
+from ..analysis.table import flow_view
 from . import sweep
+from .trial import Trial
 
 __all__ = ["expected_goodput", "transfer_size", "seconds_for", "lasting", "sender_probe", "window_cuts",
            "timeouts", "measure", "points", "label", "run", "summary"]
@@ -72,7 +73,7 @@ def seconds_for(seconds: float, rtt_s: float) -> float:
 PROBE_SOURCES = {"tcp_probe": "tcp_probe", "ss": "ss samples"}
 
 
-def sender_probe(trial: Any) -> pd.DataFrame:
+def sender_probe(trial: Trial) -> pd.DataFrame:
     """The sender's congestion window over time: ``time`` in seconds on the capture's clock
     (``rel_time``), ``cwnd`` and ``ssthresh`` in segments; ``attrs["source"]`` says whence.
 
@@ -124,7 +125,7 @@ def window_cuts(probe: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["time", "cwnd_before", "ssthresh_after", "ratio", "cwnd_min_after"])
 
 
-def timeouts(trial: Any, probe: pd.DataFrame | None = None) -> pd.DataFrame:
+def timeouts(trial: Trial, probe: pd.DataFrame | None = None) -> pd.DataFrame:
     """Resends after ≥ :data:`RTO_SILENCE_S` of sender silence (retransmission timeouts), with
     the smallest cwnd the sender reported in the 0.3 s after each."""
     view, _, direction = flow_view(trial.packets)
@@ -142,7 +143,7 @@ def timeouts(trial: Any, probe: pd.DataFrame | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["time", "silence_s", "cwnd_min_after"])
 
 
-def measure(trial: Any) -> dict[str, Any]:
+def measure(trial: Trial) -> dict[str, Any]:
     """The loss-specific numbers of one trial: resent share, loss events, cut ratio, timeouts."""
     m = trial.metrics
     probe = sender_probe(trial)

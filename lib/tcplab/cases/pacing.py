@@ -6,24 +6,25 @@ given), unlike the rest of the library's bit/s.
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import plots
+from ..analysis.table import flow_view
 from ..observe.ss import socket_rows
+from .trial import Trial
 
 __all__ = ["wire_rate", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
            "throttled_reads", "summary"]
 
 
-def wire_rate(trial: Any, bin_s: float = 0.1) -> pd.Series:
+def wire_rate(trial: Trial, bin_s: float = 0.1) -> pd.Series:
     """New payload on the wire per ``bin_s`` bin, in bytes per second, indexed by time (s)."""
     return plots.goodput_series(trial.packets, bin_s=bin_s) / 8
 
 
-def shape(trial: Any, *, bin_s: float = 0.1) -> dict[str, float]:
+def shape(trial: Trial, *, bin_s: float = 0.1) -> dict[str, float]:
     """How the application's average rate was delivered on the wire.
 
     ``app_rate``: bytes the application read / its reading time (first to last read);
@@ -43,27 +44,27 @@ def shape(trial: Any, *, bin_s: float = 0.1) -> dict[str, float]:
     }
 
 
-def receiver_window(trial: Any) -> pd.DataFrame:
+def receiver_window(trial: Trial) -> pd.DataFrame:
     """The window the receiver advertised in each of its ACKs (bytes, scaled), with time."""
-    view, _, direction = plots.flow_view(trial.packets)
+    view, _, direction = flow_view(trial.packets)
     acks = view[(view["dir"] != direction) & view["f_ack"] & (view["win"] >= 0) & ~view["f_syn"]]
     return acks[["rel_time", "win"]].reset_index(drop=True)
 
 
-def data_segments(trial: Any) -> pd.Series:
+def data_segments(trial: Trial) -> pd.Series:
     """Payload sizes (bytes) of the data segments the sender put on the wire."""
-    view, _, direction = plots.flow_view(trial.packets)
+    view, _, direction = flow_view(trial.packets)
     return view.loc[(view["dir"] == direction) & (view["len"] > 0), "len"].reset_index(drop=True)
 
 
-def recv_queue_peak(trial: Any, side: str = "client") -> float:
+def recv_queue_peak(trial: Trial, side: str = "client") -> float:
     """The most unread data (``ss`` Recv-Q) the receiving socket held, in bytes."""
     tel = trial.telemetry
     rows = socket_rows(tel, side, ("ESTAB", "CLOSE-WAIT"))
     return float(rows["recv_q"].max()) if len(rows) else float("nan")
 
 
-def last_backlog(trial: Any, side: str = "client") -> float:
+def last_backlog(trial: Trial, side: str = "client") -> float:
     """Unread bytes (``ss`` Recv-Q) waiting in the receiving socket once the last byte had
     arrived: a reader that sleeps *after* each read (curl's throttle) reads them at once and
     never pays them back, because the transfer ends with that read."""
@@ -74,7 +75,7 @@ def last_backlog(trial: Any, side: str = "client") -> float:
     return float(complete["recv_q"].max())
 
 
-def read_progress(trial: Any, side: str = "client") -> pd.DataFrame:
+def read_progress(trial: Trial, side: str = "client") -> pd.DataFrame:
     """The receiving socket over time, from ``ss``: ``t`` (s from the first sample), bytes
     ``received`` by the kernel, ``unread`` (Recv-Q) and ``read`` by the application."""
     rows = socket_rows(trial.telemetry, side, ("ESTAB", "CLOSE-WAIT")).dropna(subset=["bytes_received"])
@@ -83,7 +84,7 @@ def read_progress(trial: Any, side: str = "client") -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def throttled_reads(trials: list[Any], file_bytes: int, limit_Bps: float) -> pd.DataFrame:
+def throttled_reads(trials: list[Trial], file_bytes: int, limit_Bps: float) -> pd.DataFrame:
     """One row per run of a reader that sleeps after each read (curl's ``--limit-rate``):
     the most it left unread, the backlog it read last (never slept for), its average against
     the limit, and its reading time against (file − last backlog) / limit."""
@@ -96,7 +97,7 @@ def throttled_reads(trials: list[Any], file_bytes: int, limit_Bps: float) -> pd.
     return pd.DataFrame(rows).set_index("kernel")
 
 
-def summary(trials: list[Any], *, bin_s: float = 0.1) -> pd.DataFrame:
+def summary(trials: list[Trial], *, bin_s: float = 0.1) -> pd.DataFrame:
     """One row per trial: application rate, wire peak, burstiness, window and segment sizes."""
     rows = []
     for t in trials:

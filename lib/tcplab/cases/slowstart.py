@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..analysis.table import flow_view
 from ..lab import netns
-from ..plots import flow_view
+from .trial import Trial
 
 __all__ = ["bursts", "first_flights", "cached_entry", "start_drops", "stop_drops", "settled_tcp_metrics",
            "rounds_to_send", "restart_window", "growth_time", "idle_row", "sender_ss"]
@@ -152,7 +153,7 @@ def growth_time(size: int, rtt_s: float, rate_bps: float, *, start_cwnd: int = 1
 
 # --- reading the runs ------------------------------------------------------------------------
 
-def sender_ss(trial: Any) -> pd.DataFrame:
+def sender_ss(trial: Trial) -> pd.DataFrame:
     """The sending socket's ``ss`` samples (state ESTAB): ``time`` on the capture's clock,
     ``cwnd`` and ``ssthresh`` in segments. ``ss`` shows the socket's own ssthresh (absent
     until set); the ``tcp_probe`` tracepoint shows the *current* one, max(ssthresh, ¾ cwnd)
@@ -164,7 +165,7 @@ def sender_ss(trial: Any) -> pd.DataFrame:
                          "ssthresh": rows["ssthresh"].to_numpy()})
 
 
-def idle_row(trial: Any) -> dict[str, Any]:
+def idle_row(trial: Trial) -> dict[str, Any]:
     """An idle-burst trial in numbers: per burst, the response time (from the client's
     request to its last byte), the first flight, and the segments sent again."""
     data, _ = _data_and_acks(trial.packets)

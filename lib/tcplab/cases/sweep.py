@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..analysis import theory
 from ..units import ParameterError
+from .trial import Trial
 
 __all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "line_share_without_loss", "segment_size",
            "knee_from_slope", "budget_size", "COLUMNS"]
@@ -132,7 +133,7 @@ def steady_goodput(metrics: Any, *, after: float = 0.5, statistic: str = "mean")
     return float(getattr(late["delivered_bps"], statistic)())
 
 
-def segment_size(trial: Any) -> float:
+def segment_size(trial: Trial) -> float:
     """Median payload bytes of the data direction's segments (NaN without packets)."""
     m = trial.metrics
     packets = getattr(getattr(trial, "packets", None), "packets", None)
@@ -142,7 +143,7 @@ def segment_size(trial: Any) -> float:
     return float(data.median()) if len(data) else math.nan
 
 
-def measure(trial: Any) -> dict[str, Any]:
+def measure(trial: Trial) -> dict[str, Any]:
     """The numbers a sweep compares, for one trial (keys: :data:`COLUMNS`)."""
     m = trial.metrics
     packets = int(m.data_packets)

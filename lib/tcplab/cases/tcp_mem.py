@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..observe.ss import socket_rows
 from ..units import parse_size
+from .trial import Trial
 
 __all__ = ["PAGE", "TCP_MEM", "read_tcp_mem", "limits", "exceed_events", "exceed_summary", "receiver_clamp",
            "PRESSURE_COUNTERS", "pressure_counters", "Ballast"]
@@ -39,7 +40,7 @@ def limits(tcp_mem: str) -> dict[str, int]:
     return {"low": low, "pressure": pressure, "high": high}
 
 
-def exceed_events(trial: Any) -> pd.DataFrame:
+def exceed_events(trial: Trial) -> pd.DataFrame:
     """The run's ``sock_exceed_buf_limit`` records: time (s from the first packet), kind,
     allocated pages, the limits in force, and the refused socket's queues."""
     trace = trial.trace
@@ -52,7 +53,7 @@ def exceed_events(trial: Any) -> pd.DataFrame:
     return rows[[c for c in keep if c in rows]].reset_index(drop=True)
 
 
-def exceed_summary(trial: Any) -> dict[str, Any]:
+def exceed_summary(trial: Trial) -> dict[str, Any]:
     """Counts by kind, the first event's time and allocated pages, the limits it recorded."""
     events = exceed_events(trial)
     if events.empty:
@@ -75,13 +76,13 @@ def exceed_summary(trial: Any) -> dict[str, Any]:
 PRESSURE_COUNTERS = ("TcpExtTCPMemoryPressures", "TcpExtTCPRcvQDrop")
 
 
-def pressure_counters(trial: Any) -> dict[str, int]:
+def pressure_counters(trial: Trial) -> dict[str, int]:
     """How much the run moved :data:`PRESSURE_COUNTERS`, both ends together."""
     return {name: sum(int(trial.counters(side).get(name, 0)) for side in ("client", "server"))
             for name in PRESSURE_COUNTERS}
 
 
-def receiver_clamp(trial: Any, side: str = "client") -> pd.DataFrame:
+def receiver_clamp(trial: Trial, side: str = "client") -> pd.DataFrame:
     """The receiver's advertised-window ceiling over time (``ss`` rcv_ssthresh and rb), its
     advmss, and the ceiling in segments: under memory pressure Linux cuts rcv_ssthresh to
     4 × advmss."""

@@ -35,28 +35,15 @@ class Trial:
     run: Run
     replayed: bool = False
 
-    # --- what was asked -------------------------------------------------------------------------
-    @property
-    def path_params(self) -> dict[str, Any]:
-        return self.run.params.get("path", {})
-
-    @property
-    def workload_params(self) -> dict[str, Any]:
-        return self.run.params.get("workload", {})
-
+    # --- what was asked (the run's own parameter sets: run.spec, run.workload) ------------------
     @property
     def rtt_s(self) -> float | None:
         """The configured round trip (NaN-free: None when the path adds no delay)."""
-        p = self.path_params
-        if p.get("rtt") is not None:
-            return float(p["rtt"])
-        if p.get("delay") is not None:
-            return 2 * float(p["delay"])
-        return None
+        return 2 * self.run.spec.one_way_delay or None
 
     @property
     def rate_bps(self) -> float | None:
-        return self.path_params.get("rate")
+        return self.run.spec.rate
 
     # --- what the application saw -----------------------------------------------------------------
     @property
@@ -74,17 +61,11 @@ class Trial:
     @property
     def sender(self) -> str:
         """"server" or "client", as the workload defines it."""
-        direction = self.workload_params.get("direction")
-        if direction is not None:
-            return "server" if direction == "download" else "client"
-        if self.workload_params.get("name") in ("reqresp", "idleburst"):
-            sizes = self.workload_params
-            return "server" if sizes.get("response_size", 0) >= sizes.get("request_size", 0) else "client"
-        return "server"
+        return self.run.workload.sender()
 
     @property
     def receiver(self) -> str:
-        return "client" if self.sender == "server" else "server"
+        return self.run.workload.receiver()
 
     def socket(self, side: str) -> dict[str, Any]:
         """What ``side``'s program read back with getsockopt: sndbuf, rcvbuf, cc, mss, …"""
@@ -142,26 +123,11 @@ class Trial:
 
         return socket_rows(self.telemetry, side or self.sender, states)
 
-    def context(self) -> dict[str, Any]:
+    def context(self):
         """What the run knows that a capture alone does not, for :func:`~tcplab.analysis.diagnose`."""
-        out: dict[str, Any] = {}
-        if self.rate_bps:
-            out["rate_bps"] = float(self.rate_bps)
-        if self.rtt_s:
-            out["rtt_s"] = self.rtt_s
-        sends, receives = self.socket(self.sender), self.socket(self.receiver)
-        if sends.get("sndbuf_requested"):
-            out["sndbuf"], out["sndbuf_effective"] = sends["sndbuf_requested"], sends["sndbuf"]
-        if receives.get("rcvbuf_requested"):
-            out["rcvbuf"], out["rcvbuf_effective"] = receives["rcvbuf_requested"], receives["rcvbuf"]
-        if sends.get("cc"):
-            out["cc"] = sends["cc"]
-        if self.path_params.get("mtu"):
-            out["mtu"] = int(self.path_params["mtu"])
-        if self.run.counters:
-            moved = self.counters(self.receiver)
-            out["receiver_prunes"] = int(moved.get("TcpExtPruneCalled", 0) + moved.get("TcpExtRcvPruned", 0))
-        return out
+        from ..analysis.diagnose import DiagnosisContext
+
+        return DiagnosisContext.from_run(self.run)
 
     @cached_property
     def metrics(self):

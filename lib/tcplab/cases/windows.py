@@ -7,6 +7,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from .trial import Trial
+
 __all__ = ["TCP_MAX_WSCALE", "UNSCALED_MAX", "initial_wscale", "handshake", "handshakes"]
 
 #: The largest shift RFC 7323 allows (include/net/tcp.h: TCP_MAX_WSCALE).
@@ -32,7 +34,7 @@ def _offered(value: Any) -> int | None:
     return None if value is None or pd.isna(value) or int(value) < 0 else int(value)
 
 
-def handshake(trial: Any, *, rmem_max: int) -> dict[str, Any]:
+def handshake(trial: Trial, *, rmem_max: int) -> dict[str, Any]:
     """What the SYN and SYN-ACK of the trial's main flow carried, and what the kernels
     predicted from their buffer limits (None where a side had scaling off).
 
@@ -55,6 +57,6 @@ def handshake(trial: Any, *, rmem_max: int) -> dict[str, Any]:
     return out
 
 
-def handshakes(trials: Iterable[Any], *, rmem_max: int) -> pd.DataFrame:
+def handshakes(trials: Iterable[Trial], *, rmem_max: int) -> pd.DataFrame:
     """:func:`handshake` of several trials, one row each."""
     return pd.DataFrame([handshake(t, rmem_max=rmem_max) for t in trials]).set_index("variant")

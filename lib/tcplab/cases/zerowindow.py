@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..analysis.table import data_direction, main_flow
 from .trial import Trial
 
 __all__ = ["pause", "sender_packets", "receiver_packets", "probe_table", "episode", "recovery", "receive_queue",
@@ -24,8 +25,7 @@ PROBE_COUNTERS = ("TcpExtTCPToZeroWindowAdv", "TcpExtTCPFromZeroWindowAdv", "Tcp
 
 
 def _flow(pk: pd.DataFrame) -> pd.DataFrame:
-    flow = pk.loc[pk["len"] > 0, "flow"].mode().iloc[0]
-    return pk[pk["flow"] == flow].sort_values("time").reset_index(drop=True)
+    return pk[pk["flow"] == main_flow(pk)].sort_values("time").reset_index(drop=True)
 
 
 def _origin(pk: pd.DataFrame) -> float:
@@ -58,18 +58,13 @@ def pause(trial: Trial, packets: pd.DataFrame) -> tuple[float, float]:
 def episode(packets: pd.DataFrame) -> tuple[float, float]:
     """The first zero-window episode: when the receiver first advertised 0, and when it first
     advertised a window again (rel_time; NaN when there is none)."""
-    acks = packets[(packets["dir"] == 1 - _data_dir(packets)) & packets["f_ack"] & (packets["win"] >= 0)]
+    acks = packets[(packets["dir"] == 1 - data_direction(packets)) & packets["f_ack"] & (packets["win"] >= 0)]
     zero = acks[acks["win"] == 0]
     if zero.empty:
         return math.nan, math.nan
     start = float(zero["rel_time"].iloc[0])
     reopened = acks[(acks["rel_time"] > start) & (acks["win"] > 0)]
     return start, float(reopened["rel_time"].iloc[0]) if len(reopened) else math.nan
-
-
-def _data_dir(packets: pd.DataFrame) -> int:
-    data = packets[packets["len"] > 0]
-    return int(data.groupby("dir")["len"].sum().idxmax())
 
 
 def probe_table(packets: pd.DataFrame) -> pd.DataFrame:
@@ -81,7 +76,7 @@ def probe_table(packets: pd.DataFrame) -> pd.DataFrame:
     A Linux receiver answers such a probe (an old, empty segment) through its rate limit for
     out-of-window segments: at most one answer per ``net.ipv4.tcp_invalid_ratelimit`` (500 ms);
     a probe arriving sooner after the last answered one gets none (``TcpExtTCPACKSkippedSeq``)."""
-    d = _data_dir(packets)
+    d = data_direction(packets)
     start, end = episode(packets)
     cols = ["time", "since_zero_s", "gap_s", "gap_ratio", "len", "seq_is_una_minus_1", "answer_s", "answer_win",
             "since_answered_s"]
@@ -123,7 +118,7 @@ def recovery(trial: Trial) -> dict[str, float]:
     update, and how long after that new data arrived (seconds)."""
     pk = receiver_packets(trial)
     stopped, resumed = pause(trial, pk)
-    d = _data_dir(pk)
+    d = data_direction(pk)
     start, _ = episode(pk)
     update = pk[(pk["dir"] != d) & pk["f_ack"] & (pk["win"] > 0) & (pk["rel_time"] > max(start, stopped))]
     update_t = float(update["rel_time"].iloc[0]) if len(update) else math.nan

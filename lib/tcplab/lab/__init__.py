@@ -1,6 +1,6 @@
 """Build the path: namespaces, veths, link shaping, TCP settings (step 1 of the journey)."""
 
 from .link import LinkShape
-from .path import Path, PathSpec
+from .path import NetPath, PathSpec
 
-__all__ = ["Path", "PathSpec", "LinkShape"]
+__all__ = ["NetPath", "PathSpec", "LinkShape"]

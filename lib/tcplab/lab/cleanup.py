@@ -10,7 +10,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from . import netns, state, sysctl
+from . import netns, state, sysctl, tracefs
 
 
 @dataclass
@@ -69,11 +69,5 @@ def cleanup(prefix: str = netns.PREFIX, *, force: bool = False) -> CleanupReport
         report.namespaces.append(name)
     if not report.skipped_live:
         report.host_restored = sysctl.restore_host()
-    try:
-        from ..observe.trace import cleanup_instances
-    except ImportError:  # the observe layer is optional for cleaning the lab
-        cleanup_instances = None
-    if cleanup_instances is not None:
-        removed = cleanup_instances()
-        report.trace_instances = list(removed or [])
+    report.trace_instances = tracefs.cleanup_instances()
     return report

@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import sysctl
-from ..observe.trace import ensure_tracefs
 from .link import netem_available
+from .tracefs import ensure_tracefs
 
 TOOLS = ("ip", "tc", "iptables", "tcpdump", "ss", "ethtool", "tshark", "curl", "iperf3", "chromium")
 #: Tools without which no experiment can run; the rest only disable some features.
@@ -36,13 +36,6 @@ class Capabilities:
         return asdict(self)
 
 
-def _read(rel: str) -> str:
-    try:
-        return (sysctl.PROC_SYS / rel).read_text().strip()
-    except OSError:
-        return ""
-
-
 def capabilities() -> Capabilities:
     root = os.geteuid() == 0
     tools = {t: shutil.which(t) for t in TOOLS}
@@ -59,12 +52,12 @@ def capabilities() -> Capabilities:
         netem=netem,
         backend="netem" if netem else "delayline",
         tracefs=ensure_tracefs(),
-        default_cc=_read("net/ipv4/tcp_congestion_control"),
-        available_cc=_read("net/ipv4/tcp_available_congestion_control").split(),
-        allowed_cc=_read("net/ipv4/tcp_allowed_congestion_control").split(),
+        default_cc=sysctl.default_cc(),
+        available_cc=sysctl.available_cc(),
+        allowed_cc=sysctl.allowed_cc(),
         offload_control=tools["ethtool"] is not None or root,
         tools=tools,
-        host_sysctls={k: " ".join(_read(k.replace(".", "/")).split()) for k in sysctl.HOST_GLOBAL},
+        host_sysctls={k: " ".join(sysctl.read_or_empty(k).split()) for k in sysctl.HOST_GLOBAL},
         problems=problems,
     )
 
@@ -114,9 +107,9 @@ class FidelityCheck:
 def fidelity_check(rtt: str = "20ms", rate: str = "100mbit", backend: str = "auto",
                    seconds: float = 2.0) -> FidelityCheck:
     from . import fidelity
-    from .path import Path
+    from .path import NetPath
 
-    with Path(rtt=rtt, rate=rate, backend=backend) as path:
+    with NetPath(rtt=rtt, rate=rate, backend=backend) as path:
         rtts = fidelity.tcp_rtt(path, count=40)
         put = fidelity.goodput(path, seconds=seconds)
         spec = path.spec

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .path import Path
+from .path import NetPath
 
 PROBE_PORT = 5299
 
@@ -63,7 +63,7 @@ class RttResult:
         return min(self.samples)
 
 
-def tcp_rtt(path: Path, count: int = 50, interval: float = 0.01) -> RttResult:
+def tcp_rtt(path: NetPath, count: int = 50, interval: float = 0.01) -> RttResult:
     """Round trips of a 1-byte TCP ping-pong from client to server."""
     srv = path.server.call(_listen, PROBE_PORT)
     try:
@@ -110,7 +110,7 @@ class GoodputResult:
         return self.bytes * 8 / self.seconds
 
 
-def goodput(path: Path, seconds: float = 3.0, *, cc: str = "cubic", skip: float = 1.0) -> GoodputResult:
+def goodput(path: NetPath, seconds: float = 3.0, *, cc: str = "cubic", skip: float = 1.0) -> GoodputResult:
     """Bulk server → client transfer with autotuned buffers; goodput after a ``skip`` warm-up.
 
     The first second is left out so slow start does not count against the path.
@@ -153,7 +153,7 @@ def goodput(path: Path, seconds: float = 3.0, *, cc: str = "cubic", skip: float 
     return GoodputResult(received, now - counted_from, used_cc)
 
 
-def loss_share(path: Path, count: int = 400, interval: float = 0.002) -> float | None:
+def loss_share(path: NetPath, count: int = 400, interval: float = 0.002) -> float | None:
     """Share of ping round trips lost (two chances to be dropped: request and reply)."""
     result = path.client.run(["ping", "-c", str(count), "-i", str(interval), "-q", "-W", "1",
                               path.server.address], check=False, timeout=count * interval + 30)
@@ -163,7 +163,7 @@ def loss_share(path: Path, count: int = 400, interval: float = 0.002) -> float |
     return None
 
 
-def path_check(path: Path, *, rtt_count: int = 40, seconds: float = 3.0) -> tuple[list[dict[str, Any]], list[float]]:
+def path_check(path: NetPath, *, rtt_count: int = 40, seconds: float = 3.0) -> tuple[list[dict[str, Any]], list[float]]:
     """Configured vs measured (one row per quantity) and the RTT samples, for the path check.
 
     The goodput's "configured" value is the most TCP can carry at that line rate:

@@ -17,6 +17,10 @@ from typing import Any, Callable, ContextManager, Iterator
 from ..units import ParameterError
 
 KERNELS = ("host", "uml", "auto")
+#: How a case's variants are had: measured on a live lab, or read from recorded runs.
+MODES = ("live", "replay")
+#: What a user may ask for: a mode, or ``auto`` (live where a kernel can run the lab, else replay).
+MODE_CHOICES = ("auto", *MODES)
 #: Tools without which no experiment can run on the host.
 REQUIRED_TOOLS = ("ip", "iptables", "tcpdump", "ss")
 
@@ -95,6 +99,40 @@ def choose_kernel(requested: str | None) -> KernelChoice:
     if uml_ok:
         return KernelChoice("uml", f"the host kernel cannot run the lab ({host_why}); the UML kernel can")
     return KernelChoice(None, f"the host kernel cannot run the lab ({host_why}) and no UML kernel ({uml_why})")
+
+
+@dataclass(frozen=True)
+class ModeChoice:
+    """``mode`` is "live" or "replay"; ``kernel`` the lab's kernel when live; ``why`` in words."""
+
+    mode: str
+    kernel: str | None
+    why: str
+
+    @property
+    def where(self) -> str:
+        """Where the variants come from, for a progress line: "the UML kernel: as requested"."""
+        if self.mode == "replay":
+            return self.why
+        return f"{'the UML kernel' if self.kernel == 'uml' else 'the host kernel'}: {self.why}"
+
+
+def choose_mode(requested: str, kernel: str | None = "auto", *, parameter: str = "mode") -> ModeChoice:
+    """Live where a kernel can run the lab (the host's as root, else the UML kernel), else replay.
+
+    ``live`` where no kernel can run the lab is a :class:`ParameterError` naming ``parameter``
+    (``MODE`` for ``make report``, ``mode`` for a notebook).
+    """
+    if requested not in MODE_CHOICES:
+        raise ParameterError(parameter, requested, "one of " + ", ".join(MODE_CHOICES))
+    if requested == "replay":
+        return ModeChoice("replay", None, "as requested")
+    choice = choose_kernel(kernel)
+    if choice.kernel is None:
+        if requested == "live":
+            raise ParameterError(parameter, requested, "replay or auto", f"live mode impossible here: {choice.why}")
+        return ModeChoice("replay", None, f"live impossible: {choice.why}")
+    return ModeChoice("live", choice.kernel, choice.why)
 
 
 def call_in(kernel: str | None, fn, *args, **kwargs):

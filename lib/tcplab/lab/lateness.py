@@ -17,7 +17,7 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path as FsPath
+from pathlib import Path
 from typing import Any
 
 from ..files import write_atomically
@@ -106,14 +106,14 @@ def write_stats(path: str | None, stats: dict[str, Any]) -> None:
         write_atomically(path, json.dumps(stats))
 
 
-def read_stats(path: FsPath) -> dict[str, Any]:
+def read_stats(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
 
 
-def request_snapshot(proc: subprocess.Popen | None, stats_file: FsPath, timeout: float = 2.0) -> dict[str, Any]:
+def request_snapshot(proc: subprocess.Popen | None, stats_file: Path, timeout: float = 2.0) -> dict[str, Any]:
     """The helper's counters now; {} when it is gone or does not answer within ``timeout``
     (a process starved of CPU): the caller then knows nothing."""
     if proc is None or proc.poll() is not None:

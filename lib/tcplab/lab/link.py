@@ -24,7 +24,7 @@ import sys
 import shutil
 import time
 from dataclasses import dataclass
-from pathlib import Path as FsPath
+from pathlib import Path
 from typing import Any
 
 from pyroute2.netlink.exceptions import NetlinkError
@@ -215,7 +215,7 @@ class DelayLine:
     """One userspace delay process for one direction, fed by one NFQUEUE."""
 
     def __init__(self, router_ns: str, in_ifname: str, queue_num: int, shape: LinkShape,
-                 *, seed: int, workdir: FsPath, python: str = sys.executable) -> None:
+                 *, seed: int, workdir: Path, python: str = sys.executable) -> None:
         self.router_ns = router_ns
         self.in_ifname = in_ifname
         self.queue_num = queue_num

@@ -2,7 +2,7 @@
 
 ::
 
-    with Path(rtt="20ms", rate="100mbit") as path:
+    with NetPath(rtt="20ms", rate="100mbit") as path:
         path.server.popen([...]); path.client.run([...])
 
 The router shapes each direction (:mod:`tcplab.lab.link`); client and server get the TCP
@@ -13,6 +13,7 @@ exception and on SIGINT/SIGTERM; ``tcplab cleanup`` removes what a killed run le
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import platform
 import secrets
@@ -84,20 +85,39 @@ class PathSpec(Params):
                                  "rtt and delay disagree")
         # Build the shapes now: their own checks (jitter ≤ delay, queue) run before any system change.
         self.shapes()
-        sysctl.check_namespace_settings(self.namespace_sysctls())
-        for side, settings in self.side_sysctls.items():
+        for side in self.side_sysctls:
             if side not in ("client", "server"):
                 raise ParameterError("side_sysctls", side, "client or server")
-            sysctl.check_namespace_settings(dict(settings))
         for key in self.host:
             if sysctl.key_of(key) not in sysctl.HOST_GLOBAL:
                 raise ParameterError(key, self.host[key], "one of " + ", ".join(sysctl.HOST_GLOBAL),
                                      "not a host-global setting; use sysctls")
+
+    def check_machine(self) -> None:
+        # Per-namespace sysctls this kernel knows, and none of the host-global ones.
+        sysctl.check_namespace_settings(self.namespace_sysctls())
+        for settings in self.side_sysctls.values():
+            sysctl.check_namespace_settings(dict(settings))
         if self.cc is not None and not self.elsewhere():
-            available = _read_list("net/ipv4/tcp_available_congestion_control")
+            available = sysctl.available_cc()
             if available and self.cc not in available:  # empty: no /proc/sys (replay off Linux)
                 raise ParameterError("cc", self.cc, "one of " + ", ".join(available),
                                      "not available in this kernel")
+
+    @classmethod
+    def from_record(cls, values: Mapping[str, Any]) -> "PathSpec":
+        """The spec a run record stored (:meth:`to_dict`), with its sysctls and, where a
+        direction was shaped on its own, that direction's shape."""
+        spec = super().from_record(values)
+        extras = {name: dict(values[name]) for name in ("sysctls", "host") if values.get(name)}
+        if values.get("side_sysctls"):
+            extras["side_sysctls"] = {side: dict(v) for side, v in values["side_sysctls"].items()}
+        symmetric = spec.shapes()
+        for direction, stored in (values.get("shapes") or {}).items():
+            # Compared as stored text: the run's key is made of it (an override's 0 is not 0.0).
+            if direction in symmetric and _json(stored) != _json(symmetric[direction].to_dict()):
+                extras[direction] = LinkShape.from_record(stored)
+        return super().from_record(values, **extras) if extras else spec
 
     def elsewhere(self) -> bool:
         """Whether the path is built in another kernel than this process's (UML): what this
@@ -132,7 +152,7 @@ class PathSpec(Params):
         """
         settings = {sysctl.key_of(k): v for k, v in self.host.items()}
         key = "net.ipv4.tcp_allowed_congestion_control"
-        allowed = str(settings.get(key, " ".join(_read_list("net/ipv4/tcp_allowed_congestion_control")))).split()
+        allowed = str(settings.get(key, " ".join(sysctl.allowed_cc()))).split()
         if self.cc is not None and self.cc not in allowed:
             settings[key] = " ".join(allowed + [self.cc])
         return settings
@@ -149,11 +169,8 @@ class PathSpec(Params):
         return out
 
 
-def _read_list(rel: str) -> list[str]:
-    try:
-        return (sysctl.PROC_SYS / rel).read_text().split()
-    except OSError:
-        return []
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 @dataclass
@@ -226,13 +243,13 @@ def parse_tcp_metrics_line(line: str) -> dict[str, str]:
 
 
 def _emulation_snapshot_of(path_id: str) -> dict[str, dict[str, Any]]:
-    """Inside the UML kernel: the live path's emulation counters (see :meth:`Path.emulation_snapshot`)."""
+    """Inside the UML kernel: the live path's emulation counters (see :meth:`NetPath.emulation_snapshot`)."""
     from . import uml_agent
 
     return uml_agent.live_path(path_id).emulation_snapshot()
 
 
-class Path:
+class NetPath:
     """A live client–router–server path. Use as a context manager."""
 
     def __init__(self, spec: PathSpec | None = None, /, **settings: Any) -> None:
@@ -256,14 +273,14 @@ class Path:
         self.kernel = "host"
 
     # --- lifecycle -------------------------------------------------------------------------
-    def __enter__(self) -> "Path":
+    def __enter__(self) -> "NetPath":
         self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> "Path":
+    def start(self) -> "NetPath":
         from .kernels import choose_kernel
 
         self.kernel = choose_kernel(self.spec.kernel).kernel or "host"
@@ -303,7 +320,7 @@ class Path:
             return self.remote.call(_emulation_snapshot_of, self.id)
         return self._emulator.snapshot() if self._emulator is not None else {}
 
-    def _start_in_uml(self) -> "Path":
+    def _start_in_uml(self) -> "NetPath":
         """Build the path inside the process's UML kernel (booted on first use); this object
         and its hosts become stand-ins whose calls its agent does."""
         from . import uml, uml_agent
@@ -464,7 +481,7 @@ class Path:
     def describe(self) -> dict[str, Any]:
         """What was built, for run records and reports."""
         if self.remote is not None:
-            return self.remote.call(Path.describe, self)
+            return self.remote.call(NetPath.describe, self)
         return {
             "id": self.id,
             "kernel": lab_kernel(),
@@ -477,7 +494,7 @@ class Path:
 
     def sysctl_snapshot(self) -> dict[str, dict[str, str]]:
         if self.remote is not None:
-            return self.remote.call(Path.sysctl_snapshot, self)
+            return self.remote.call(NetPath.sysctl_snapshot, self)
         return {h.name: sysctl.snapshot_in(h.ns) for h in (self.client, self.router, self.server)}
 
 

@@ -15,14 +15,14 @@ import fcntl
 import json
 import os
 import time
-from pathlib import Path as FsPath
+from pathlib import Path
 from typing import Iterator, Mapping
 
 from ..files import write_atomically
 from ..units import ParameterError
 from . import netns, state
 
-PROC_SYS = FsPath("/proc/sys")
+PROC_SYS = Path("/proc/sys")
 
 #: Knobs that belong to the whole machine, not to a namespace (kernel 6.x).
 HOST_GLOBAL = (
@@ -40,7 +40,7 @@ GUARD_LOCK = STATE_DIR / "host-guard.lock"
 SNAPSHOT_PREFIXES = ("net/ipv4/tcp_", "net/core/")
 
 
-def _path(key: str) -> FsPath:
+def _path(key: str) -> Path:
     return PROC_SYS / key.replace(".", "/")
 
 
@@ -85,6 +85,38 @@ def format_value(value: object) -> str:
 
 def read(key: str) -> str:
     return _path(key).read_text().strip()
+
+
+def read_or_empty(key: str) -> str:
+    """``read``, or "" where this machine has no such file (no /proc/sys: replay off Linux)."""
+    try:
+        return read(key)
+    except OSError:
+        return ""
+
+
+#: Buffer limits on what SO_SNDBUF/SO_RCVBUF may ask for (man 7 socket), host-global.
+BUFFER_LIMIT_KEYS = ("net.core.wmem_max", "net.core.rmem_max")
+
+
+def buffer_limits() -> dict[str, int]:
+    """The buffer limits in force now (a namespace sees the host's values)."""
+    return {key: int(read(key)) for key in BUFFER_LIMIT_KEYS}
+
+
+def default_cc() -> str:
+    """This kernel's default congestion control ("" where unknown)."""
+    return read_or_empty("net.ipv4.tcp_congestion_control")
+
+
+def available_cc() -> list[str]:
+    """This kernel's congestion controls; empty where there is no /proc/sys (replay off Linux)."""
+    return read_or_empty("net.ipv4.tcp_available_congestion_control").split()
+
+
+def allowed_cc() -> list[str]:
+    """The congestion controls a namespace may pick (EPERM for others): host-global."""
+    return read_or_empty("net.ipv4.tcp_allowed_congestion_control").split()
 
 
 def write(key: str, value: str) -> None:
@@ -247,7 +279,7 @@ def restore_host() -> dict[str, str]:
     return original
 
 
-def _write_atomic(path: FsPath, data: object) -> None:
+def _write_atomic(path: Path, data: object) -> None:
     write_atomically(path, json.dumps(data), sync=True)
 
 

@@ -3,7 +3,7 @@
 Started by the kernel's init script as ``python -m tcplab.lab.uml_agent WORKDIR``; reads
 ``call N`` / ``quit`` lines from the console, runs ``WORKDIR/call-N.pkl`` and writes
 ``WORKDIR/answer-N.pkl``, then says ``done N``. The lab's live objects stay here: a
-:class:`~tcplab.lab.path.Path` opened for the host is kept by id, and the host's stand-ins
+:class:`~tcplab.lab.path.NetPath` opened for the host is kept by id, and the host's stand-ins
 for it and its hosts arrive as references resolved by :func:`live_path` and :func:`live_host`;
 any other object the host keeps here (:func:`hold`) likewise by :func:`held`.
 """
@@ -16,7 +16,7 @@ import pickle
 import platform
 import sys
 import traceback
-from pathlib import Path as FsPath
+from pathlib import Path
 from typing import Any
 
 PROTOCOL = "tcplab-uml:"
@@ -33,10 +33,10 @@ def inside() -> bool:
 
 def open_path(spec: Any) -> dict[str, Any]:
     """Build a path in this kernel and keep it; what the host's stand-in needs to know."""
-    from .path import Path
+    from .path import NetPath
 
     spec.validate()  # against this kernel: its congestion controls, its modules
-    path = Path(spec).start()
+    path = NetPath(spec).start()
     LIVE[path.id] = path
     return {"id": path.id, "backend": path.backend,
             "hosts": {h.name: {"ns": h.ns, "address": h.address, "ifname": h.ifname}
@@ -96,7 +96,7 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def _answer(workdir: FsPath, serial: int) -> None:
+def _answer(workdir: Path, serial: int) -> None:
     request = workdir / f"call-{serial}.pkl"
     try:
         fn, args, kwargs = pickle.loads(request.read_bytes())
@@ -119,7 +119,7 @@ def _answer(workdir: FsPath, serial: int) -> None:
 
 def _modules(name: str) -> list[str]:
     try:
-        return FsPath(f"/run/tcplab-modules/{name}").read_text().split()
+        return Path(f"/run/tcplab-modules/{name}").read_text().split()
     except OSError:
         return []
 
@@ -137,7 +137,7 @@ def _power_off() -> None:
 
 
 def main(argv: list[str]) -> int:
-    workdir = FsPath(argv[0])
+    workdir = Path(argv[0])
     config = json.loads((workdir / "config.json").read_text())
     os.chdir(config["cwd"])
     os.environ.clear()

@@ -3,9 +3,9 @@
 from .capture import CAPTURE_POINTS, Capture, CaptureError, CapturePoint, CaptureStats, points_for
 from .spec import ObserveSpec
 from .ss import SsSampler, parse_ss
-from .trace import Tracepoints, cleanup_instances
+from .trace import Tracepoints
 
 __all__ = [
     "CAPTURE_POINTS", "Capture", "CaptureError", "CapturePoint", "CaptureStats", "ObserveSpec",
-    "SsSampler", "Tracepoints", "cleanup_instances", "parse_ss", "points_for",
+    "SsSampler", "Tracepoints", "parse_ss", "points_for",
 ]

@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path as FsPath
+from pathlib import Path
 from typing import Any, Sequence
 
 __all__ = ["CAPTURE_POINTS", "CaptureError", "CapturePoint", "CaptureStats", "Capture", "points_for"]
@@ -79,7 +79,7 @@ class CaptureStats:
 @dataclass
 class _Running:
     point: CapturePoint
-    file: FsPath
+    file: Path
     process: subprocess.Popen
     stderr: list[str] = field(default_factory=list)
     listening: bool = False
@@ -95,10 +95,10 @@ class Capture:
     (``-c``), and the stats say when that limit was reached.
     """
 
-    def __init__(self, points: Sequence[CapturePoint], outdir: FsPath, port: int, *,
+    def __init__(self, points: Sequence[CapturePoint], outdir: Path, port: int, *,
                  snaplen: int = 128, max_bytes: int = 256 * 1024**2, start_timeout: float = 10.0) -> None:
         self.points = list(points)
-        self.outdir = FsPath(outdir)
+        self.outdir = Path(outdir)
         self.port = port
         self.snaplen = snaplen
         self.packet_limit = max(1, max_bytes // (snaplen + RECORD_OVERHEAD))
@@ -115,7 +115,7 @@ class Capture:
         self.stop()
 
     @property
-    def files(self) -> list[FsPath]:
+    def files(self) -> list[Path]:
         return [self.outdir / f"{p.label}.pcap" for p in self.points]
 
     def argv(self, point: CapturePoint) -> list[str]:
@@ -139,7 +139,7 @@ class Capture:
             raise
         return self
 
-    def _launch(self, point: CapturePoint, file: FsPath) -> _Running:
+    def _launch(self, point: CapturePoint, file: Path) -> _Running:
         with open(file, "wb") as out:
             process = point.host.popen(self.argv(point), stdout=out,
                                        stderr=subprocess.PIPE, text=True, bufsize=1)

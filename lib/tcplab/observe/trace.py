@@ -1,6 +1,6 @@
 """Kernel tracepoints through tracefs, in a private instance that is removed afterwards.
 
-Each run gets /sys/kernel/tracing/instances/tcplab-<pid>-<hex>: its own ring buffer,
+Each run gets a tracefs instance of its own (:mod:`tcplab.lab.tracefs`): its own ring buffer,
 events and filters, so it neither disturbs nor sees other tracers. A reader thread
 drains ``trace_pipe`` while the run goes on, so a long transfer does not overwrite its
 own beginning; the ring's overrun counter is kept in case it still did. A missing
@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
-import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path as FsPath
+from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
 
-from ..lab.state import process_alive
+from ..lab.tracefs import ensure_tracefs, new_instance
 
-__all__ = ["EVENTS", "TRACEFS", "Tracepoints", "cleanup_instances", "ensure_tracefs", "parse_trace"]
+__all__ = ["EVENTS", "Tracepoints", "parse_trace"]
 
-TRACEFS = FsPath("/sys/kernel/tracing")
-INSTANCE_PREFIX = "tcplab-"
 #: Trace-pipe timestamps use CLOCK_MONOTONIC, converted to epoch seconds like the pcaps.
 CLOCK = "mono"
 
@@ -51,40 +47,6 @@ _LINE = re.compile(r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P
                    r"(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s+(?P<body>.*)$")
 _FIELD = re.compile(r"(\w+)[=:](\S+)")
 _RESERVED = {"time", "event", "cpu", "task", "pid"}
-
-
-def ensure_tracefs() -> bool:
-    """True when tracefs is usable; mounts it when it is only not mounted yet (root)."""
-    if (TRACEFS / "events").is_dir():
-        return True
-    if os.geteuid() != 0 or not TRACEFS.is_dir():
-        return False
-    subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True)
-    return (TRACEFS / "events").is_dir()
-
-
-def instance_owner(name: str) -> int | None:
-    """The pid of the process that made the trace instance ``name`` (None: not one of ours)."""
-    pid = name[len(INSTANCE_PREFIX):].split("-", 1)[0]
-    return int(pid) if pid.isdigit() else None
-
-
-def cleanup_instances(*, force: bool = False) -> list[str]:
-    """Remove tcplab trace instances whose owner process is gone (all of them with ``force``)."""
-    instances = TRACEFS / "instances"
-    if not instances.is_dir():
-        return []
-    removed = []
-    for directory in sorted(instances.glob(INSTANCE_PREFIX + "*")):
-        owner = instance_owner(directory.name)
-        if not force and owner is not None and owner != os.getpid() and process_alive(owner):
-            continue
-        try:
-            directory.rmdir()
-            removed.append(directory.name)
-        except OSError:
-            pass  # busy (a reader still has trace_pipe open): the next cleanup gets it
-    return removed
 
 
 def _value(key: str, text: str) -> Any:
@@ -136,10 +98,11 @@ class Tracepoints:
         self.port = port
         self.events = [EVENTS[name] for name in events]
         self.buffer_kb = buffer_kb
-        self.name = f"{INSTANCE_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
+        self._instance = new_instance()
+        self.name = self._instance.name
         self.availability: dict[str, str] = {}
         self.overrun = 0
-        self._dir: FsPath | None = None
+        self._dir: Path | None = None
         self._chunks: list[bytes] = []
         self._stop = threading.Event()
         self._reader: threading.Thread | None = None
@@ -156,7 +119,7 @@ class Tracepoints:
             self.availability = {e.name: "not available: no tracefs" for e in self.events}
             return self
         try:
-            self._dir = TRACEFS / "instances" / self.name
+            self._dir = self._instance
             self._dir.mkdir()
             self._write("trace_clock", CLOCK)
             self._write("buffer_size_kb", str(self.buffer_kb))

@@ -13,7 +13,7 @@ the other cases go on. A page that fails to render is recorded the same way.
 Modules, one job each: :mod:`.scores` (what notebooks publish), :mod:`.execute`
 (papermill), :mod:`.editions` (student/instructor by cell tags), :mod:`.html`
 (nbconvert, page), :mod:`.offline` (KaTeX, no network), :mod:`.pdf` (chromium),
-:mod:`.handout` (the combined document), :mod:`.text` (the words, translatable).
+:mod:`.handout` (the combined document), :mod:`tcplab.words` (the words, translatable).
 """
 
 from __future__ import annotations

@@ -7,12 +7,11 @@ import platform
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
+from ..lab.kernels import MODES
 from .editions import check_edition
-from .text import Messages
+from ..words import Messages
 
-__all__ = ["ReportContext", "MODES", "combine_backends", "combine_kernels"]
-
-MODES = ("live", "replay")
+__all__ = ["ReportContext", "combine_backends", "combine_kernels"]
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from typing import Any, Iterable, Mapping
 import nbformat
 
 from .templating import format_value, render
-from .text import Messages
+from ..words import Messages
 
 __all__ = [
     "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "equals",

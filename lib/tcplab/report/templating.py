@@ -11,7 +11,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from .text import Messages
+from ..words import Messages
 
 __all__ = ["TEMPLATES_DIR", "environment", "render", "format_value", "css_string",
            "counter_content"]

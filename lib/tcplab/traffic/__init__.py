@@ -2,7 +2,7 @@
 (step 2 of the journey). ``WORKLOADS[name](**settings).launch(path, logdir).wait()``."""
 
 from . import http, iperf, roundtrips, streams  # noqa: F401  (each registers its workloads)
-from .base import WORKLOADS, Workload, host_limits
+from .base import WORKLOADS, Workload
 from .http import Http
 from .iperf import Iperf
 from .roundtrips import Idleburst, Reqresp
@@ -12,4 +12,4 @@ from .running import RunningWorkload, WorkloadError, WorkloadFailed, WorkloadTim
 
 __all__ = ["WORKLOADS", "Workload", "Bulk", "Slowreader", "Ratelimited", "Shortconns", "Reqresp", "Idleburst",
            "Http", "Iperf", "RunningWorkload", "AppResult", "WorkloadTimeout", "WorkloadFailed",
-           "WorkloadError", "host_limits"]
+           "WorkloadError"]

@@ -8,15 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping, TypeVar
 
+from ..lab.sysctl import available_cc, buffer_limits
 from ..params import Params, param
 from ..units import ParameterError, format_size
 from .listening import wait_listening
 from .result import AppResult
 from .running import SIDES, RunningWorkload, WorkloadFailed, WorkloadTimeout
 
-#: Host-global limits on what SO_SNDBUF/SO_RCVBUF may ask for (man 7 socket).
-LIMIT_KEYS = ("net.core.wmem_max", "net.core.rmem_max")
-PROC_SYS = Path("/proc/sys")
 SIZE_MAX = 64 * 1024**3
 BUFFER_MAX = 2**31 - 1  # an int in setsockopt
 IO_MAX = 16 * 1024**2
@@ -30,19 +28,6 @@ def register(cls: W) -> W:
     return cls
 
 
-def host_limits() -> dict[str, int]:
-    """The buffer limits in force now (host-global: a namespace sees the host's values)."""
-    return {key: int((PROC_SYS / key.replace(".", "/")).read_text()) for key in LIMIT_KEYS}
-
-
-def available_cc() -> list[str]:
-    """This kernel's congestion controls; empty where there is no /proc/sys (replay off Linux)."""
-    try:
-        return (PROC_SYS / "net/ipv4/tcp_available_congestion_control").read_text().split()
-    except OSError:
-        return []
-
-
 def program(name: str, config: Mapping[str, Any]) -> list[str]:
     """The argv of one of tcplab's side programs (:mod:`tcplab.traffic.programs`)."""
     return [sys.executable, "-m", f"tcplab.traffic.programs.{name}", json.dumps(config)]
@@ -54,7 +39,7 @@ def other(side: str) -> str:
 
 @dataclass(frozen=True)
 class Workload(Params):
-    """A workload's parameters; :meth:`launch` runs it on a live :class:`~tcplab.lab.Path`."""
+    """A workload's parameters; :meth:`launch` runs it on a live :class:`~tcplab.lab.NetPath`."""
 
     name: ClassVar[str] = ""
 
@@ -66,7 +51,7 @@ class Workload(Params):
                            low=0.1, high=3600.0)
     cc: str = param("str", "bbr", "congestion control of each socket (TCP_CONGESTION, read back with getsockopt)")
 
-    def validate(self) -> None:
+    def check_machine(self) -> None:
         available = available_cc()
         if available and self.cc not in available:
             raise ParameterError("cc", self.cc, "one of " + ", ".join(available), "not available in this kernel")
@@ -120,7 +105,7 @@ class Workload(Params):
     # --- running ----------------------------------------------------------------------------------
     def launch(self, path: Any, logdir: Path) -> RunningWorkload:
         """Start the server, wait until it listens, start the client; return at once."""
-        self.check_limits(host_limits())
+        self.check_limits(buffer_limits())
         commands = self.commands(path)
         logdir = Path(logdir)
         logdir.mkdir(parents=True, exist_ok=True)

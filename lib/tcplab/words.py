@@ -1,9 +1,11 @@
-"""The report's user-facing words, looked up by key.
+"""Every word tcplab shows a reader, looked up by key in ``strings/<language>.json``.
 
-Every label, rule text and status word a reader sees comes from
-``templates/strings/<language>.json``, so a translation is one more JSON file and no
-code change. A key missing from a translation falls back to English, so a partial
-translation still renders.
+One file per language, flat keys under a namespace: ``rule.``, ``scores.``, ``status.``,
+``handout.``, ``page.``, … for report pages, ``plot.`` for figures, ``label.<code>.title`` /
+``.explanation``, ``evidence.``, ``caveat.`` and ``diagnosis.`` for the diagnosis. A
+translation is one more file and no code change; a key it lacks falls back to English, so a
+partial translation still renders. Code above this module (plots, analysis, report) imports
+down to it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Messages", "messages", "default_language", "STRINGS_DIR"]
+from .units import ParameterError
 
-STRINGS_DIR = Path(__file__).parent / "templates" / "strings"
+__all__ = ["Messages", "messages", "default_language", "languages", "check_language", "STRINGS_DIR"]
+
+STRINGS_DIR = Path(__file__).parent / "strings"
 FALLBACK_LANGUAGE = "en"
 
 
@@ -25,12 +29,24 @@ def default_language() -> str:
     return os.environ.get("TCPLAB_LANG", "").strip() or FALLBACK_LANGUAGE
 
 
+def languages() -> list[str]:
+    """The languages with a strings file."""
+    return sorted(p.stem for p in STRINGS_DIR.glob("*.json"))
+
+
+def check_language(language: str) -> str:
+    """``language`` when it has a strings file; else a :class:`ParameterError` listing those that do."""
+    if not (STRINGS_DIR / f"{language}.json").is_file():
+        raise ParameterError("language", language, "one of " + ", ".join(languages()))
+    return language
+
+
 @lru_cache(maxsize=None)
 def _load(language: str) -> dict[str, str]:
     path = STRINGS_DIR / f"{language}.json"
     if not path.is_file():
         if language == FALLBACK_LANGUAGE:
-            raise FileNotFoundError(f"the report's English strings are missing: {path}")
+            raise FileNotFoundError(f"tcplab's English strings are missing: {path}")
         return {}
     return json.loads(path.read_text(encoding="utf-8"))
 

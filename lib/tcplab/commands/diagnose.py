@@ -1,29 +1,28 @@
-"""``tcplab diagnose``: what limited the TCP transfer in a capture (any pcap/pcapng).
+"""``tcplab diagnose FILE``: what limited the TCP transfer in a capture (any pcap/pcapng).
 
-Exit codes: 0 diagnosed; 1 read fine but no clear limit ("undetermined"; with ``--all``: for
-every flow); 2 bad input (unreadable file, not a capture, no TCP packet, no such flow, bad option).
+The diagnosis comes from :mod:`tcplab.analysis`; this module reads the options, prints, and
+writes the HTML page (:mod:`tcplab.report.diagnosis_page`). Exit codes: 0 diagnosed; 1 read fine but no
+clear limit ("undetermined"; with ``--all``: for every flow); 2 bad input (unreadable file,
+not a capture, no TCP packet, no such flow, bad option); 3 an internal error, in one line.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import io
 import json
 import os
 import sys
 import warnings
 from collections import Counter
-from pathlib import Path
 from typing import Sequence
 
+from ..analysis.diagnose import LABELS
+from ..analysis.metrics import flow_rows
+from ..report.diagnosis_page import write_page
 from ..units import ParameterError, format_duration, format_rate, format_size, parse_duration
-from .diagnose import LABELS
+from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_UNDETERMINED
 
-EXIT_OK, EXIT_UNDETERMINED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-
-#: Figures of the HTML report: the plot functions of :mod:`tcplab.plots` taking (packets, flow).
-FIGURES = ("time_sequence", "throughput", "window_and_inflight", "rtt")
+__all__ = ["main", "build_parser", "parse_t_range"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,37 +69,20 @@ def parse_t_range(text: str | None) -> tuple[float, float] | None:
     return bounds[0], bounds[1]
 
 
-def _restrict(table, t_range):
-    from .packets import PacketTable
-
+def _between(table, t_range):
+    """``table`` cut to ``--t-range``; a range holding no packet is bad input."""
     if t_range is None:
         return table
-    pk = table.packets
-    keep = (pk["rel_time"] >= t_range[0]) & (pk["rel_time"] <= t_range[1])
-    if not keep.any():
+    cut = table.between(*t_range)
+    if cut.packets.empty:
         raise ParameterError("--t-range", f"{t_range[0]}:{t_range[1]}", "a range holding packets",
                              "no packet in that range")
-    # The kept rows keep the expert analysis of the whole capture (retransmissions of data
-    # sent before the range are still seen as such).
-    return PacketTable(pk.loc[keep].reset_index(drop=True), table.flows, table.source)
+    return cut
 
 
-def flow_rows(table) -> list[dict]:
-    from .metrics import flow_label
-
-    rows = []
-    for _, row in table.flows.iterrows():
-        client, server = flow_label(row)
-        rows.append({"flow": int(row["flow"]), "client": client, "server": server,
-                     "packets": int(row["packets"]), "bytes_c2s": int(row["bytes_c2s"]),
-                     "bytes_s2c": int(row["bytes_s2c"]), "duration_s": float(row["last"] - row["first"]),
-                     "handshake": bool(row["handshake"])})
-    return rows
-
-
-def main_diagnose(argv: Sequence[str]) -> int:
+def main(argv: Sequence[str]) -> int:
     try:
-        return _main_diagnose(argv)
+        return _diagnose(argv)
     except Exception as exc:  # a fault of ours: a one-line message and its own exit code
         if os.environ.get("TCPLAB_TRACEBACK"):
             raise
@@ -109,14 +91,14 @@ def main_diagnose(argv: Sequence[str]) -> int:
         return EXIT_INTERNAL
 
 
-def _main_diagnose(argv: Sequence[str]) -> int:
+def _diagnose(argv: Sequence[str]) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv))
     except SystemExit as exc:  # argparse: --help is 0, a bad option 2
         return int(exc.code or 0)
-    from .diagnose import diagnose
-    from .packets import PcapError, read_packets
+    from ..analysis.diagnose import diagnose
+    from ..analysis.packets import PcapError, read_packets
 
     try:
         t_range = parse_t_range(args.t_range)
@@ -132,11 +114,11 @@ def _main_diagnose(argv: Sequence[str]) -> int:
                 raise ParameterError("--all", "with " + ("--flow" if args.flow is not None else "--output"),
                                      "--all alone, or with --t-range and --json",
                                      "--all diagnoses every flow; --flow and --output are about one")
-            results = diagnose_all(_restrict(table, t_range))
+            results = diagnose_all(_between(table, t_range))
             return _print_all(results, args.json)
         if args.flow is not None and not 0 <= args.flow < len(table.flows):
             raise ParameterError("--flow", args.flow, f"a flow number from 0 to {len(table.flows) - 1} (see --list)")
-        table = _restrict(table, t_range)
+        table = _between(table, t_range)
         if args.flow is not None and not (table.packets["flow"] == args.flow).any():
             raise ParameterError("--flow", args.flow, "a flow with packets in --t-range")
         result = diagnose(table, args.flow)
@@ -149,7 +131,7 @@ def _main_diagnose(argv: Sequence[str]) -> int:
         _print_diagnosis(result)
     if args.output:
         try:
-            write_report(result, table, args.output, source=args.file)
+            write_page(result, table, args.output, source=args.file)
         except OSError as exc:
             print(f"tcplab diagnose: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -162,17 +144,17 @@ def diagnose_all(table) -> list:
     """The diagnosis of every flow of ``table`` that carries payload, largest first."""
     from tqdm import tqdm
 
-    from .diagnose import diagnose
+    from ..analysis.diagnose import diagnose
+    from ..analysis.metrics import data_flows
 
-    payload = table.packets.groupby("flow")["len"].sum()
-    flows = payload[payload > 0].sort_values(ascending=False, kind="stable").index
-    if not len(flows):
+    flows = data_flows(table)
+    if not flows:
         raise ParameterError("file", str(table.source.path), "a capture holding TCP payload (in --t-range)",
                              "no flow carried data")
     # Shown only to a person watching: a capture from a busy server can hold thousands of flows.
     progress = tqdm(flows, desc="diagnosing", unit="flow", file=sys.stderr,
                     disable=len(flows) < 20 or not sys.stderr.isatty())
-    return [diagnose(table, int(flow)) for flow in progress]
+    return [diagnose(table, flow) for flow in progress]
 
 
 def _print_all(results: list, as_json: bool) -> int:
@@ -214,54 +196,3 @@ def _print_diagnosis(result) -> None:
     for sentence in result.sentences:
         print(f"  - {sentence}")
     print("limits: " + ", ".join(f"{label} {share:.0%}" for label, share in result.limits))
-
-
-# --- HTML report -------------------------------------------------------------------------------------
-
-def write_report(result, table, path, *, source: str, language: str = "en") -> None:
-    """A self-contained HTML page: the diagnosis, its numbers and the flow's figures as inline PNGs."""
-    import jinja2
-
-    from .diagnose import strings
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
-                             autoescape=True)
-    words = strings(language)["report"]
-    figures = _figures(table, result.metrics.flow)
-    html = env.get_template("diagnose.html.j2").render(
-        words=words, source=source, result=result, metrics=_metric_rows(result.metrics), figures=figures)
-    Path(path).write_text(html, encoding="utf-8")
-
-
-def _figures(table, flow: int) -> list[dict]:
-    """Each figure of :data:`FIGURES` as a base64 PNG, or why the flow has nothing to draw for it."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .. import plots
-
-    out = []
-    for name in FIGURES:
-        try:
-            fig = getattr(plots, name)(table.packets, flow)
-        except ValueError as exc:  # nothing to draw (a flow without RTT samples): say so instead
-            out.append({"name": name, "missing": str(exc)})
-            continue
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", bbox_inches="tight")
-        plt.close(fig)
-        out.append({"name": name, "png": base64.b64encode(buf.getvalue()).decode("ascii")})
-    return out
-
-
-def _metric_rows(m) -> list[tuple[str, str]]:
-    rows = []
-    for key, value in m.to_dict().items():
-        if isinstance(value, dict):
-            value = ", ".join(f"{k}: {v:.3g}" if isinstance(v, float) else f"{k}: {v}" for k, v in value.items())
-        elif isinstance(value, float):
-            value = f"{value:.6g}"
-        rows.append((key, "-" if value is None or value == "" else str(value)))
-    return rows

@@ -1,0 +1,86 @@
+"""The table every analysis reads: a capture's packets and flows (made by :mod:`.packets`,
+given its expert columns by :mod:`.expert`), and the one answer to "which flow, which way":
+the main flow is the one that carried most payload, its data direction the one that carried
+more of it. Metrics, plots and the cases ask here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from ..units import ParameterError
+
+if TYPE_CHECKING:
+    from .packets import PcapSource
+
+__all__ = ["PacketTable", "main_flow", "data_direction", "flow_view"]
+
+
+@dataclass
+class PacketTable:
+    """``packets``: one row per TCP packet; ``flows``: one row per connection (``flow``)."""
+
+    packets: pd.DataFrame
+    flows: pd.DataFrame
+    source: PcapSource
+
+    @property
+    def has_expert(self) -> bool:
+        return "retransmission" in self.packets.columns
+
+    def between(self, start_s: float, end_s: float) -> "PacketTable":
+        """The packets from ``start_s`` to ``end_s`` seconds into the capture (``rel_time``). Each
+        keeps the expert analysis of the whole capture: a resend of data sent before
+        ``start_s`` is still one."""
+        pk = self.packets
+        keep = (pk["rel_time"] >= start_s) & (pk["rel_time"] <= end_s)
+        return PacketTable(pk.loc[keep].reset_index(drop=True), self.flows, self.source)
+
+    def __repr__(self) -> str:
+        return (f"PacketTable({self.source.path!r}: {len(self.packets)} TCP packets in "
+                f"{len(self.flows)} flows, {self.source.frames} frames)")
+
+
+def _frame(packets: PacketTable | pd.DataFrame) -> pd.DataFrame:
+    frame = getattr(packets, "packets", packets)
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"expected a PacketTable or its packets DataFrame, got {type(packets).__name__}")
+    return frame
+
+
+def main_flow(packets: PacketTable | pd.DataFrame) -> int:
+    """The flow that carried most payload, both directions together (the lower number on a tie)."""
+    frame = _frame(packets)
+    if frame.empty:
+        raise ValueError("no TCP packets")
+    return int(frame.groupby("flow")["len"].sum().idxmax())
+
+
+def data_direction(packets: PacketTable | pd.DataFrame) -> int:
+    """The direction of one flow's packets that carried more payload: 0 from the side that
+    opened the connection, 1 back (0 on a tie)."""
+    sums = _frame(packets).groupby("dir")["len"].sum()
+    return 0 if sums.get(0, 0) >= sums.get(1, 0) else 1
+
+
+def flow_view(packets: PacketTable | pd.DataFrame, flow: int | None = None,
+              direction: int | None = None) -> tuple[pd.DataFrame, int, int]:
+    """The packets of one flow, its number and its data direction (default: the main flow and
+    its data direction). A ValueError when there is nothing to show."""
+    frame = _frame(packets)
+    if frame.empty:
+        raise ValueError("no packets to plot")
+    if flow is None:
+        flow = main_flow(frame)
+    view = frame[frame["flow"] == flow]
+    if view.empty:
+        raise ValueError(f"flow {flow} has no packets (flows present: {sorted(frame['flow'].unique().tolist())})")
+    if direction is None:
+        direction = data_direction(view)
+    elif direction not in (0, 1):
+        raise ParameterError("direction", direction, "0 (opener to peer) or 1 (back), or None")
+    if not (view.loc[view["dir"] == direction, "len"] > 0).any():
+        raise ValueError(f"flow {flow} carries no payload in direction {direction}: nothing to plot")
+    return view, int(flow), int(direction)
