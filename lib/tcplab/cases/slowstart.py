@@ -17,7 +17,7 @@ from ..analysis.table import flow_view
 from ..lab import netns
 from .trial import Trial
 
-__all__ = ["bursts", "first_flights", "cached_entry", "start_drops", "stop_drops", "settled_tcp_metrics",
+__all__ = ["bursts", "first_flights", "data_rounds", "cached_entry", "start_drops", "stop_drops", "settled_tcp_metrics",
            "rounds_to_send", "restart_window", "growth_time", "idle_row", "sender_ss"]
 
 
@@ -60,6 +60,15 @@ def first_flights(packets, flow: int | None = None, *, gap_s: float = 0.25) -> p
         rows.append({"burst": len(rows) + 1, "start": float(burst.start), "segments": int(len(sent)),
                      "ack_after_s": float(until - first["rel_time"]), "burst_segments": int(burst.segments)})
     return pd.DataFrame(rows)
+
+
+def data_rounds(packets, rtt_s: float, flow: int | None = None) -> int:
+    """Round trips a transfer's data took, counted in the capture: flights of data separated by
+    silences longer than a quarter of the round trip (within a flight, segments leave as the
+    previous flight's ACKs arrive, a serialization time apart)."""
+    data, _ = _data_and_acks(packets, flow)
+    times = np.sort(data["rel_time"].to_numpy())
+    return int(1 + (np.diff(times) > rtt_s / 4).sum()) if times.size else 0
 
 
 def cached_entry(metrics: list[dict[str, str]], address: str) -> dict[str, Any]:
