@@ -77,3 +77,15 @@ def test_cached_entry_reads_counts():
 def test_drop_rule_refuses_a_bad_share():
     with pytest.raises(ValueError):
         slowstart.start_drops(object(), 0)
+
+
+def test_round_trips_of_a_transfer_are_counted_in_its_capture():
+    # Two rounds of data 20 ms apart, then after the idle pause two more: four flights.
+    assert slowstart.data_rounds(flight_packets(10, 10, idle=2.0), rtt_s=0.02) == 4
+    # The shipped runs of case 08 (Linux 6.18): 100 KB in four round trips from IW 10, two from 30.
+    from tcplab.cases.replay import replay_root
+    from tcplab.runs import load_run
+
+    for variant, rounds in (("initcwnd-default#1", 4), ("initcwnd-30#1", 2)):
+        run = load_run(replay_root() / "08-slow-start" / variant)
+        assert slowstart.data_rounds(run.packets(), rtt_s=0.02) == rounds
