@@ -20,8 +20,6 @@ from ..units import ParameterError
 from .common import EXIT_BUSY, EXIT_OK, EXIT_PROBLEM
 
 
-
-
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="tcplab report",
                                      description="Run the course's case notebooks and render reports/.")
