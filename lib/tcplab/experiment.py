@@ -90,10 +90,6 @@ class Experiment:
     def params(self) -> dict[str, Any]:
         return run_params(self.path.spec, self.workload, self.observe, self.repetition)
 
-    @property
-    def key(self) -> str:
-        return key_of(self.params())
-
     def run(self, *, reuse: bool = False) -> Run:
         """Run and record. With ``reuse``, return a recorded run of the same parameters instead
         where :func:`reusable_run` finds one."""

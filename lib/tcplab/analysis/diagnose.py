@@ -88,13 +88,11 @@ class DiagnosisContext(Params):
         sockets = (run.app.sockets if run.app is not None else None) or {}
         sends, receives = sockets.get(workload.sender(), {}), sockets.get(workload.receiver(), {})
         out: dict[str, Any] = {"rate_bps": spec.rate, "rtt_s": 2 * spec.one_way_delay or None,
-                               "cc": sends.get("cc") or None}
+                               "cc": sends.get("cc") or None, "mtu": spec.mtu}
         if sends.get("sndbuf_requested"):
             out["sndbuf"], out["sndbuf_effective"] = sends["sndbuf_requested"], sends["sndbuf"]
         if receives.get("rcvbuf_requested"):
             out["rcvbuf"], out["rcvbuf_effective"] = receives["rcvbuf_requested"], receives["rcvbuf"]
-        if getattr(spec, "mtu", None):
-            out["mtu"] = spec.mtu
         if run.counters:
             moved = run.counters.get(workload.receiver(), {})
             out["receiver_prunes"] = int(moved.get("TcpExtPruneCalled", 0) + moved.get("TcpExtRcvPruned", 0))

@@ -24,7 +24,7 @@ import pandas as pd
 from ..units import ParameterError
 from .table import PacketTable, data_direction, main_flow
 
-__all__ = ["FlowMetrics", "flow_metrics", "largest_flow", "flow_label", "flow_rows", "data_flows",
+__all__ = ["FlowMetrics", "flow_metrics", "largest_flow", "flow_label", "flow_rows",
            "DELAYED_ACK_MIN_S", "CAPTURE_FIELDS"]
 
 #: A delayed ACK on Linux waits at least 40 ms (TCP_DELACK_MIN); 30 ms of extra wait
@@ -186,12 +186,6 @@ def flow_rows(table: PacketTable) -> list[dict]:
                      "bytes_s2c": int(row["bytes_s2c"]), "duration_s": float(row["last"] - row["first"]),
                      "handshake": bool(row["handshake"])})
     return rows
-
-
-def data_flows(table: PacketTable) -> list[int]:
-    """The flows of ``table`` that carried payload, largest first (ties in flow order)."""
-    payload = table.packets.groupby("flow")["len"].sum()
-    return [int(flow) for flow in payload[payload > 0].sort_values(ascending=False, kind="stable").index]
 
 
 def flow_metrics(table: PacketTable, flow: int | None = None, *, telemetry: pd.DataFrame | None = None,

@@ -15,7 +15,7 @@ from ..units import ParameterError
 if TYPE_CHECKING:
     from .packets import PcapSource
 
-__all__ = ["PacketTable", "main_flow", "data_direction", "flow_view"]
+__all__ = ["PacketTable", "main_flow", "data_flows", "data_direction", "flow_view"]
 
 
 @dataclass
@@ -56,6 +56,12 @@ def main_flow(packets: PacketTable | pd.DataFrame) -> int:
     if frame.empty:
         raise ValueError("no TCP packets")
     return int(frame.groupby("flow")["len"].sum().idxmax())
+
+
+def data_flows(packets: PacketTable | pd.DataFrame) -> list[int]:
+    """The flows that carried payload, largest first (ties in flow order): the main flow first."""
+    payload = _frame(packets).groupby("flow")["len"].sum()
+    return [int(flow) for flow in payload[payload > 0].sort_values(ascending=False, kind="stable").index]
 
 
 def data_direction(packets: PacketTable | pd.DataFrame) -> int:

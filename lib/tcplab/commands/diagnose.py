@@ -18,7 +18,6 @@ from typing import Sequence
 
 from ..analysis.diagnose import LABELS
 from ..analysis.metrics import flow_rows
-from ..report.diagnosis_page import write_page
 from ..units import ParameterError, format_duration, format_rate, format_size, parse_duration
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_UNDETERMINED
 
@@ -130,6 +129,9 @@ def _diagnose(argv: Sequence[str]) -> int:
     else:
         _print_diagnosis(result)
     if args.output:
+        # Imported here: the report layer (nbformat, Jinja) costs seconds at start-up.
+        from ..report.diagnosis_page import write_page
+
         try:
             write_page(result, table, args.output, source=args.file)
         except OSError as exc:
@@ -145,7 +147,7 @@ def diagnose_all(table) -> list:
     from tqdm import tqdm
 
     from ..analysis.diagnose import diagnose
-    from ..analysis.metrics import data_flows
+    from ..analysis.table import data_flows
 
     flows = data_flows(table)
     if not flows:

@@ -108,16 +108,15 @@ class PathSpec(Params):
     def from_record(cls, values: Mapping[str, Any]) -> "PathSpec":
         """The spec a run record stored (:meth:`to_dict`), with its sysctls and, where a
         direction was shaped on its own, that direction's shape."""
-        spec = super().from_record(values)
-        extras = {name: dict(values[name]) for name in ("sysctls", "host") if values.get(name)}
+        extras: dict[str, Any] = {name: dict(values[name]) for name in ("sysctls", "host") if values.get(name)}
         if values.get("side_sysctls"):
             extras["side_sysctls"] = {side: dict(v) for side, v in values["side_sysctls"].items()}
+        spec = super().from_record(values, **extras)
         symmetric = spec.shapes()
-        for direction, stored in (values.get("shapes") or {}).items():
-            # Compared as stored text: the run's key is made of it (an override's 0 is not 0.0).
-            if direction in symmetric and _json(stored) != _json(symmetric[direction].to_dict()):
-                extras[direction] = LinkShape.from_record(stored)
-        return super().from_record(values, **extras) if extras else spec
+        # Compared as stored text: the run's key is made of it (an override's 0 is not 0.0).
+        own = {direction: LinkShape.from_record(stored) for direction, stored in (values.get("shapes") or {}).items()
+               if direction in symmetric and _json(stored) != _json(symmetric[direction].to_dict())}
+        return super().from_record(values, **extras, **own) if own else spec
 
     def elsewhere(self) -> bool:
         """Whether the path is built in another kernel than this process's (UML): what this
