@@ -56,6 +56,12 @@ MATRIX = [
     ("run", ["bulk", "--set", "colour=red"], "colour", "path parameters"),
     ("run", ["bulk", "--set", "rtt"], "--set", "key=value"),
     ("run", ["teleport"], "WORKLOAD", "one of bulk"),
+    ("run", ["--case", "99", "--variant", "unset#1"], "--case", "a case number or name"),
+    # The case's variant table: the shipped replay data's runs, named as a runs folder.
+    ("run", ["--case", "01", "--variant", "sndbuf-1KB", "--runs-dir", "{replay}"], "--variant", "one of sndbuf-16KB#1"),
+    ("run", ["--case", "01", "--variant", "unset#1", "--runs-dir", "{replay}", "--set", "rtt=-5ms"], "rtt",
+     "from 0 ms to 20 s"),
+    ("run", ["bulk", "--case", "01", "--variant", "unset#1"], "WORKLOAD", "none with --variant"),
     ("lab", ["--set", "rate=fast"], "rate", "a rate"),
     ("report", ["--cases", "99"], "CASES", "numbers/names of"),
     ("report", ["--profile", "huge"], "--profile", "'quick', 'full'"),
@@ -95,6 +101,8 @@ def _command(surface: str, args: list[str], tmp: Path) -> list[str]:
     if surface == "diagnose":
         fill = {"capture": str(_a_capture()), "not_a_capture": str(_not_a_capture(tmp))}
         args = [a.format(**fill) for a in args]
+    if surface == "run":
+        args = [a.format(replay=ROOT / "data" / "replay") for a in args]
     return [TCPLAB, surface, *args]
 
 

@@ -19,6 +19,7 @@ import contextlib
 import os
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .lab import NetPath, PathSpec
@@ -28,7 +29,7 @@ from .observe.counters import counter_delta, counters_in
 from .observe.health import RunHealth, group_run_delay, judged, reasons_of, wait_share
 from .runs import FAILED, Run, RunWriter, environment, find_run, key_of
 
-__all__ = ["Experiment", "ExperimentFailed", "run_params", "reusable_run", "FRESH_ENV"]
+__all__ = ["Experiment", "ExperimentFailed", "RunPlan", "run_params", "reusable_run", "FRESH_ENV"]
 
 
 class ExperimentFailed(RuntimeError):
@@ -43,13 +44,14 @@ class ExperimentFailed(RuntimeError):
 FRESH_ENV = "FRESH"
 
 
-def reusable_run(case: str, params: Mapping[str, Any], *, fresh: bool = False,
+def reusable_run(case: str, key: str, *, fresh: bool = False,
                  runs_dir: str | os.PathLike | None = None) -> Run | None:
-    """The reuse rule, in one place: the newest complete run of ``case`` with these parameters
-    that the machine did not disturb, unless ``fresh`` or ``FRESH=1`` asks for a new one."""
+    """The reuse rule, in one place: the newest complete run of ``case`` with the parameters
+    ``key`` names that the machine did not disturb, unless ``fresh`` or ``FRESH=1`` asks for
+    a new one."""
     if fresh or os.environ.get(FRESH_ENV) == "1":
         return None
-    earlier = find_run(case, key_of(params), runs_dir=runs_dir)
+    earlier = find_run(case, key, runs_dir=runs_dir)
     return None if earlier is None or reasons_of(earlier) else earlier
 
 
@@ -68,32 +70,44 @@ def run_params(spec: PathSpec, workload: Any, observe: ObserveSpec, repetition: 
     return params
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run will be recorded as: its parameters (:func:`run_params`) and their key,
+    worked out once, before anything runs, and used for reuse, replay and the record alike."""
+
+    params: Mapping[str, Any]
+    key: str
+
+    @classmethod
+    def of(cls, spec: PathSpec, workload: Any, observe: ObserveSpec, repetition: int = 1) -> "RunPlan":
+        params = run_params(spec, workload, observe, repetition)
+        return cls(params, key_of(params))
+
+
 class Experiment:
     """``workload`` on ``path`` (already up), observed as asked, recorded under ``case``.
 
     ``capture`` is a capture point (sender, receiver, both, router) or None;
-    ``observe`` gives every observation setting at once (an :class:`ObserveSpec`).
+    ``observe`` gives every observation setting at once (an :class:`ObserveSpec`);
+    ``plan`` is the :class:`RunPlan` a caller already worked out for these (else made here).
     """
 
     def __init__(self, path: NetPath, workload: Any, *, case: str = "adhoc", capture: str | None = "sender",
                  telemetry: bool = True, interval: Any = "20ms", tracepoints: bool = True,
                  runs_dir: str | os.PathLike | None = None, observe: ObserveSpec | None = None,
-                 repetition: int = 1) -> None:
+                 repetition: int = 1, plan: RunPlan | None = None) -> None:
         self.path = path
-        self.repetition = repetition
         self.workload = workload
         self.case = case
         self.runs_dir = runs_dir
         self.observe = observe or ObserveSpec(capture=capture or "none", telemetry=telemetry,
                                               interval=interval, tracepoints=tracepoints)
-
-    def params(self) -> dict[str, Any]:
-        return run_params(self.path.spec, self.workload, self.observe, self.repetition)
+        self.plan = plan or RunPlan.of(path.spec, workload, self.observe, repetition)
 
     def run(self, *, reuse: bool = False) -> Run:
         """Run and record. With ``reuse``, return a recorded run of the same parameters instead
         where :func:`reusable_run` finds one."""
-        if reuse and (earlier := reusable_run(self.case, self.params(), runs_dir=self.runs_dir)) is not None:
+        if reuse and (earlier := reusable_run(self.case, self.plan.key, runs_dir=self.runs_dir)) is not None:
             return earlier
         if getattr(self.path, "remote", None) is not None:
             # The path lives in a UML kernel: the whole run happens there, its record lands in
@@ -113,7 +127,7 @@ class Experiment:
         from .lab.sysctl import buffer_limits
 
         self.workload.check_limits(buffer_limits())
-        writer = RunWriter(self.case, self.params(), runs_dir=self.runs_dir)
+        writer = RunWriter(self.case, self.plan.params, key=self.plan.key, runs_dir=self.runs_dir)
         writer.environment = self._environment()
         writer.write_json("sysctl.json", self.path.sysctl_snapshot())
         observed: dict[str, Any] = {}

@@ -292,14 +292,15 @@ class RunWriter:
     :attr:`observe`, :attr:`pcaps` and :attr:`environment` as they become known.
     """
 
-    def __init__(self, case: str, params: Mapping[str, Any], *, runs_dir: str | os.PathLike | None = None) -> None:
+    def __init__(self, case: str, params: Mapping[str, Any], *, key: str | None = None,
+                 runs_dir: str | os.PathLike | None = None) -> None:
         if not case or "/" in case or case.startswith("."):
             from .units import ParameterError
 
             raise ParameterError("case", case, "a name without '/' that does not start with '.'")
         self.case = case
         self.params = dict(params)
-        self.key = key_of(self.params)
+        self.key = key or key_of(self.params)
         self.run_id = _new_run_id()
         self.case_dir = runs_root(runs_dir) / case
         self.final_dir = self.case_dir / self.run_id

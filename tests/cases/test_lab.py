@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from tcplab.cases import CaseLab, ReplayMissing, Trial, save
+from tcplab.cases import CaseLab, ReplayMissing, Trial, VariantTable, ms_tag, save, size_tag
 from tcplab.cases.lab import RUN_TRIES
 from tcplab.lab import PathSpec
 from tcplab.lab.state import exclusive_measurement
@@ -17,12 +20,19 @@ from tcplab.runs import Run, data_root
 from tcplab.traffic import Bulk
 from tcplab.units import ParameterError
 
+TCPLAB = str(Path(sys.executable).with_name("tcplab"))
 CASE = "98-fixture"
 SPEC = PathSpec(rtt="10ms", rate="100mbit")
 
 
 def small(**settings):
     return Bulk(size="256KB", cc="cubic", **settings)
+
+
+def reusable(trial: Trial) -> bool:
+    """Whether the reuse rule takes this run again: a run the machine disturbed (a busy
+    machine's, whose last try stood) is run anew, so a test under load checks that instead."""
+    return not health.reasons_of(trial.run)
 
 
 @pytest.fixture
@@ -84,9 +94,10 @@ def test_live_variant_is_indexed_and_knows_its_buffers(recorded, dirs):
 def test_same_parameters_reuse_the_recorded_run_unless_fresh(recorded, dirs, monkeypatch):
     _, first, _ = recorded
     with monkeypatch.context() as patched:
-        patched.setattr("tcplab.lab.NetPath.start", lambda self: pytest.fail("a reused run built a path"))
+        if reusable(first):
+            patched.setattr("tcplab.lab.NetPath.start", lambda self: pytest.fail("a reused run built a path"))
         again = CaseLab(CASE, mode="live", **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
-    assert again.run.dir == first.run.dir
+    assert (again.run.dir == first.run.dir) == reusable(first)
     fresh = CaseLab(CASE, mode="live", fresh=True, **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
     assert fresh.run.dir != first.run.dir and fresh.run.key == first.run.key
 
@@ -105,7 +116,7 @@ def test_repetitions_are_distinct_runs_and_are_reused_as_such(root, dirs):
     assert [t.label for t in first] == ["unset#1", "unset#2"]
     assert first[0].run.dir != first[1].run.dir
     again = CaseLab(CASE, mode="live", **dirs).repeat("unset", small(), path=SPEC, times=2)
-    assert [t.run.dir for t in again] == [t.run.dir for t in first]
+    assert [a.run.dir == f.run.dir for a, f in zip(again, first)] == [reusable(f) for f in first]
 
 
 @pytest.mark.kernel
@@ -217,3 +228,25 @@ def test_a_measurement_outside_run_records_is_judged_like_a_run_and_replayed_wit
     with replay.path(PathSpec(rtt="10ms", backend="delayline")) as stand_in:
         assert replay.measure("pings", stand_in, lambda: pytest.fail("replay measured")) == {"received": 3}
     assert replay.health() == (read, disturbed)
+
+
+@pytest.mark.kernel
+def test_a_variant_reruns_from_the_shell_with_its_key_and_the_case_reuses_it(root, dirs):
+    case = "01-send-buffer"  # a case of the course: the shell resolves "01" through its notebooks
+    trial = CaseLab(case, mode="live", **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
+    table = VariantTable.latest(case, runs_dir=dirs["runs_dir"])
+    assert table.source == dirs["runs_dir"] / case and table.labels == ["sndbuf-16KB"]
+    assert table.frame().loc["sndbuf-16KB", "sndbuf"] == "16 KB"
+    out = subprocess.run([TCPLAB, "run", "--case", "01", "--variant", "sndbuf-16KB", "--runs-dir", str(dirs["runs_dir"]),
+                          "--json"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    shell = Run.load(json.loads(out.stdout)["run_dir"])
+    assert shell.case == case and shell.key == trial.run.key and shell.dir != trial.run.dir
+    again = CaseLab(case, mode="live", **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
+    # The newest run with the variant's key is the shell's: the case takes it unless the machine disturbed it.
+    assert (again.run.dir == shell.dir) == (not health.reasons_of(shell))
+
+
+def test_labels_write_values_as_the_parameters_do():
+    assert [size_tag(v) for v in ("16KB", 262144, "4MB", 131071, "1KB")] == ["16KB", "256KB", "4MB", "131071", "1KB"]
+    assert [ms_tag(v) for v in ("40ms", "0.5s", "2.5ms")] == ["40", "500", "2.5"]

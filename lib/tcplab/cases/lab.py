@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import pandas as pd
 
 from ..course import PROFILES
-from ..experiment import Experiment, reusable_run, run_params
+from ..experiment import Experiment, RunPlan, reusable_run
 from ..lab import NetPath, PathSpec
 from ..lab.kernels import call_in, choose_mode, held_in
 from ..lab.state import exclusive_measurement
@@ -37,6 +37,7 @@ from ..runs import Run, key_of, runs_root
 from ..units import ParameterError
 from . import replay
 from .trial import Trial, kernel_label, kernel_of
+from .variants import VariantTable
 
 __all__ = ["CaseLab", "ReplayedPath"]
 
@@ -87,6 +88,8 @@ class CaseLab:
                     f"{case_id} has no recorded runs in {self._replay}; run it live once (as root on Linux) "
                     f"and save them with `tcplab replay save {case_id}`")
             self._recorded = replay.read_index(self._replay)
+            #: The recorded variants, which replay looks each label up in.
+            self._variants = VariantTable.read(case_id, self._replay)
             self._backends = list(self._recorded["backends"])
         elif (self._case_runs / replay.INDEX).exists():
             # The index names what this execution of the case uses, so a variant a notebook
@@ -220,17 +223,18 @@ class CaseLab:
         if not label or "/" in label or label.startswith("."):
             raise ParameterError("label", label, "a name without '/' that does not start with '.'")
         observe = observe if isinstance(observe, ObserveSpec) else ObserveSpec(**dict(observe or {}))
-        params = run_params(self._on_kernel(_spec_of(path)), workload, observe, repetition)
+        # Worked out once: replay matches it, reuse looks it up, a new record is filed under it.
+        plan = RunPlan.of(self._on_kernel(_spec_of(path)), workload, observe, repetition)
         if self.mode == "replay":
-            trial = self._replayed(label, params)
-        elif (earlier := reusable_run(self.case_id, params, fresh=self.fresh, runs_dir=self.runs_dir)) is not None:
+            trial = self._replayed(label, plan)
+        elif (earlier := reusable_run(self.case_id, plan.key, fresh=self.fresh, runs_dir=self.runs_dir)) is not None:
             # Checked before a path is built: re-rendering a case costs no lab time.
             trial = self._indexed(label, earlier)
         elif isinstance(path, NetPath):
-            trial = self._live(label, workload, path, observe, repetition)
+            trial = self._live(label, workload, path, observe, plan)
         else:
             with self.path(_spec_of(path)) as live:
-                trial = self._live(label, workload, live, observe, repetition)
+                trial = self._live(label, workload, live, observe, plan)
         self.trials[label] = trial
         if trial.backend:
             self._saw_backend(trial.backend)
@@ -245,9 +249,8 @@ class CaseLab:
         return [self.run(f"{label}#{i}", workload, path=path, observe=observe, repetition=i)
                 for i in range(1, times + 1)]
 
-    def _live(self, label: str, workload: Any, path: NetPath, observe: ObserveSpec, repetition: int) -> Trial:
-        experiment = Experiment(path, workload, case=self.case_id, runs_dir=self.runs_dir, observe=observe,
-                                repetition=repetition)
+    def _live(self, label: str, workload: Any, path: NetPath, observe: ObserveSpec, plan: RunPlan) -> Trial:
+        experiment = Experiment(path, workload, case=self.case_id, runs_dir=self.runs_dir, observe=observe, plan=plan)
         # A run the machine disturbed measured the machine: run it again, a few times at most;
         # the last one stands, and if it too was disturbed the page says so (status "busy").
         for _ in range(RUN_TRIES):
@@ -274,14 +277,11 @@ class CaseLab:
         index["profile"] = self.profile
         replay.write_index(self._case_runs, index)
 
-    def _replayed(self, label: str, params: Mapping[str, Any]) -> Trial:
-        directory = self._replay / label
-        if label not in self._recorded["runs"]:
-            recorded = sorted(self._recorded["runs"])
-            raise replay.ReplayMissing(f"{self.case_id}: no recorded run named {label!r}; recorded: "
-                                       f"{', '.join(recorded) or 'none'}")
-        run = Run.load(directory)
-        if key_of(run.params) != key_of(params):
+    def _replayed(self, label: str, plan: RunPlan) -> Trial:
+        run = self._variants.run_of(label)
+        # The recorded key is worked out again from the recorded parameters: an older key_of
+        # may have stored another.
+        if key_of(run.params) != plan.key:
             raise replay.ReplayMissing(
                 f"{self.case_id}/{label}: the recorded run was made with other parameters than this notebook "
                 f"asks for (recorded with the {self._recorded.get('profile', '?')} profile and the notebook's "

@@ -1,7 +1,10 @@
 """``tcplab run WORKLOAD --set KEY=VALUE …``: one experiment on a fresh path, kept as a run record.
 
-Every ``--set`` name goes to the parameter set that owns it (:func:`split_settings`), and every
-value is checked before a namespace exists.
+``tcplab run --case 01 --variant sndbuf-16KB`` reruns one variant of a case from its table
+(:class:`~tcplab.cases.variants.VariantTable`: this machine's last execution of the case, else
+the replay data), with the same parameters, so the case's notebook reuses the run;
+``--variants`` lists the table. Every ``--set`` name goes to the parameter set that owns it
+(:func:`split_settings`), and every value is checked before a namespace exists.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..experiment import Experiment, ExperimentFailed
 from ..lab import NetPath, PathSpec
@@ -18,6 +21,9 @@ from ..observe.health import reasons_of
 from ..runs import Run
 from ..units import ParameterError, format_duration, format_rate, format_size
 from .common import EXIT_BAD_INPUT, EXIT_OK, EXIT_PROBLEM, parse_sets
+
+if TYPE_CHECKING:
+    from ..cases.variants import VariantTable
 
 __all__ = ["main", "split_settings", "summary"]
 
@@ -53,8 +59,12 @@ def _help_text() -> str:
             lines.append(f"    {'':<14} default {default}; {accepted}")
         return lines
 
-    lines = ["usage: tcplab run WORKLOAD [--set KEY=VALUE ...] [--case NAME] [--runs-dir DIR] [--json]", "",
-             "Run one workload on a fresh path, capture and sample it, and keep a run record.", "",
+    lines = ["usage: tcplab run WORKLOAD [--set KEY=VALUE ...] [--case NAME] [--runs-dir DIR] [--json]",
+             "       tcplab run --case CASE --variant LABEL [--set KEY=VALUE ...] [--runs-dir DIR] [--json]",
+             "       tcplab run --case CASE --variants", "",
+             "Run one workload on a fresh path, capture and sample it, and keep a run record.",
+             "With --variant, rerun one variant of a case (01 or 01-send-buffer) with the parameters its",
+             "last execution here used (else its replay data's), changed by any --set; --variants lists them.", "",
              "workloads: " + ", ".join(sorted(WORKLOADS)), ""]
     for name in sorted(WORKLOADS):
         cls = WORKLOADS[name]
@@ -69,7 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tcplab run", add_help=False)
     parser.add_argument("workload", nargs="?")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--case", default="adhoc")
+    parser.add_argument("--case", default=None)
+    parser.add_argument("--variant", default=None)
+    parser.add_argument("--variants", action="store_true")
     parser.add_argument("--runs-dir", default=None)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("-h", "--help", action="store_true")
@@ -107,10 +119,21 @@ def _summary_line(facts: Mapping[str, Any]) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``tcplab run WORKLOAD --set key=value ... [--json] [--case NAME]``; see :func:`_help_text`."""
+    """``tcplab run WORKLOAD --set key=value ... [--json] [--case NAME]``, or a case's variant;
+    see :func:`_help_text`."""
     from ..traffic import WORKLOADS
 
     args = _parser().parse_args(list(argv))
+    if args.variant is not None or args.variants:
+        if args.workload is not None:
+            raise ParameterError("WORKLOAD", args.workload, "none with --variant: the variant names its workload")
+        table = _table(args.case, args.runs_dir)
+        if args.variants:
+            print(f"{table.case}: variants indexed in {table.source}")
+            print(table.frame().to_string())
+            return EXIT_OK
+        spec, workload, observe, repetition = _variant(table, args.variant, parse_sets(args.set))
+        return _run(spec, workload, observe, table.case, args, repetition=repetition)
     if args.help or args.workload is None:
         print(_help_text(), file=sys.stdout if args.help else sys.stderr)
         return EXIT_OK if args.help else EXIT_BAD_INPUT
@@ -122,9 +145,37 @@ def main(argv: Sequence[str]) -> int:
     spec = PathSpec.from_settings(path_settings)
     workload = cls.from_settings(workload_settings)
     observe = ObserveSpec.from_settings(observe_settings)
+    return _run(spec, workload, observe, args.case or "adhoc", args)
+
+
+def _table(case: str | None, runs_dir: str | None) -> "VariantTable":
+    from ..cases.variants import VariantTable
+    from ..course import available_cases
+
+    cases = available_cases()
+    match = [c for c in cases if case is not None and (c == case or c.split("-", 1)[0] == case.zfill(2))]
+    if len(match) != 1:
+        raise ParameterError("--case", case, "a case number or name: " + ", ".join(cases))
+    return VariantTable.latest(match[0], runs_dir=runs_dir)
+
+
+def _variant(table: "VariantTable", label: str, sets: Mapping[str, str]) -> tuple[PathSpec, Any, ObserveSpec, int]:
+    """The variant's parameter sets as recorded, with ``sets`` applied, each checked against
+    this machine (a recorded set skipped that check: it may come from another kernel)."""
+    if label not in table.labels:
+        raise ParameterError("--variant", label, "one of " + ", ".join(table.labels))
+    run = table.run_of(label)
+    path_settings, workload_settings, observe_settings = split_settings(type(run.workload), sets)
+    return (run.spec.replaced(**path_settings), run.workload.replaced(**workload_settings),
+            run.observe_spec.replaced(**observe_settings), int(run.params.get("repetition", 1)))
+
+
+def _run(spec: PathSpec, workload: Any, observe: ObserveSpec, case: str, args: argparse.Namespace, *,
+         repetition: int = 1) -> int:
     try:
         with NetPath(spec) as path:
-            run = Experiment(path, workload, case=args.case, runs_dir=args.runs_dir, observe=observe).run()
+            run = Experiment(path, workload, case=case, runs_dir=args.runs_dir, observe=observe,
+                             repetition=repetition).run()
         code = EXIT_OK
     except ExperimentFailed as exc:
         run, code = exc.run, EXIT_PROBLEM
