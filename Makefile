@@ -29,7 +29,7 @@ APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark tcptrace iputils-ping p
                 libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
                 poppler-utils libjs-katex user-mode-linux kmod
 
-.PHONY: setup system-packages test test-host test-uml report merge render replay-data bench stress lab doctor cleanup clean help
+.PHONY: setup system-packages test test-host test-uml report merge render replay-data bench stress jupyter doctor cleanup clean help
 
 help:
 	@echo "make report   run every case and render reports/ (HTML, PDF, handout)"
@@ -37,7 +37,7 @@ help:
 	@echo "make report SHARD=2/4 REPORTS_DIR=dir; make merge SHARDS='dir1 dir2 …'   the course across machines"
 	@echo "make bench    fidelity, capture overhead, pcap engine and report timings"
 	@echo "make replay-data  rerun every case live and ship its runs in data/replay/ (maintainers)"
-	@echo "make lab      JupyterLab on the notebooks with the project's kernel"
+	@echo "make jupyter  JupyterLab on the notebooks with the project's kernel"
 	@echo "make doctor   what this machine can do; make cleanup   remove leftovers of killed runs"
 
 setup: system-packages $(VENV)/.installed
@@ -94,7 +94,7 @@ bench: setup
 stress: setup
 	$(PY) bench/stress_course.py
 
-lab: setup
+jupyter: setup
 	$(VENV)/bin/jupyter lab --allow-root --ip=127.0.0.1 --notebook-dir=notebooks
 
 doctor: setup

@@ -83,7 +83,7 @@ def test_a_netem_path_in_uml_delays_as_configured(kernel, monkeypatch):
         # netem never delays less than asked; UML's timer adds a little on top
         assert 0.020 <= rtts.kernel_min_rtt and rtts.median < 0.025, rtts
         assert path.describe()["kernel"] == {"kind": "uml", "release": kernel.release}
-    assert kernel.call(lambda: __import__("tcplab.lab.uml_agent").lab.uml_agent.LIVE) == {}
+    assert kernel.call(lambda: __import__("tcplab.lab.path").lab.path.OPENED_FOR_HOST) == {}
 
 
 def test_an_experiment_in_uml_leaves_a_complete_record_on_the_host(kernel, monkeypatch, tmp_path):

@@ -44,9 +44,9 @@ def host_can_run() -> tuple[bool, str]:
 
 
 def uml_can_run() -> tuple[bool, str]:
-    from . import uml, uml_agent
+    from . import uml
 
-    if uml_agent.inside():
+    if inside():
         return True, ""
     missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
     if missing:  # the UML kernel runs the host's own tools through hostfs
@@ -60,9 +60,7 @@ def lab_kernel() -> dict[str, str]:
     """The kernel this process's lab runs on, for run records: kind (host or uml) and release."""
     import platform
 
-    from . import uml_agent
-
-    return {"kind": "uml" if uml_agent.inside() else "host", "release": platform.release()}
+    return {"kind": "uml" if inside() else "host", "release": platform.release()}
 
 
 def choose_kernel(requested: str | None) -> KernelChoice:
@@ -73,10 +71,8 @@ def choose_kernel(requested: str | None) -> KernelChoice:
     requested = requested or "auto"
     if requested not in KERNELS:
         raise ParameterError("kernel", requested, "one of " + ", ".join(KERNELS))
-    from . import uml_agent
-
     host_ok, host_why = host_can_run()
-    if uml_agent.inside():  # this kernel is the lab's; there is no other to fall back on
+    if inside():  # this kernel is the lab's; there is no other to fall back on
         if host_ok:
             return KernelChoice("host", "inside the UML kernel")
         if requested == "auto":
@@ -153,9 +149,7 @@ class InKernel:
         self.ident, self.what = ident, what
 
     def __reduce__(self):
-        from . import uml_agent
-
-        return uml_agent.held, (self.ident,)
+        return held, (self.ident,)
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"{self.what} lives in the UML kernel: use it in a function run there "
@@ -173,12 +167,46 @@ def held_in(kernel: str | None, factory: Callable[..., ContextManager[Any]], *ar
         with factory(*args) as entered:
             yield entered
         return
-    from . import uml, uml_agent
+    from . import uml
 
     shared = uml.shared_kernel()
-    ident = shared.call(uml_agent.hold, factory, args)
+    ident = shared.call(hold, factory, args)
     try:
         yield InKernel(ident, getattr(factory, "__name__", repr(factory)))
     finally:
         if shared.alive:
-            shared.call(uml_agent.let_go, ident)
+            shared.call(let_go, ident)
+
+
+# --- inside the UML kernel's agent: what the host keeps there, by id ------------------------------
+
+def inside() -> bool:
+    """Whether this process is the agent of a UML lab kernel (then "uml" means this kernel)."""
+    return os.environ.get("TCPLAB_UML_AGENT") == "1"
+
+
+#: Objects the host keeps in this kernel for a while (a ballast of TCP memory), by id: the
+#: context manager and what its ``__enter__`` gave. Paths are kept by :mod:`.path`.
+HELD: dict[str, tuple[Any, Any]] = {}
+
+
+def hold(factory: Any, args: tuple) -> str:
+    """Enter ``factory(*args)`` (a context manager) here and keep it; its id."""
+    manager = factory(*args)
+    entered = manager.__enter__()
+    ident = f"held-{id(manager):x}"
+    HELD[ident] = (manager, entered)
+    return ident
+
+
+def held(ident: str) -> Any:
+    try:
+        return HELD[ident][1]
+    except KeyError:
+        raise LookupError(f"nothing held as {ident} in this UML kernel (it was let go, or the kernel rebooted)") from None
+
+
+def let_go(ident: str) -> None:
+    manager, _ = HELD.pop(ident, (None, None))
+    if manager is not None:
+        manager.__exit__(None, None, None)

@@ -215,9 +215,7 @@ class UmlHost(Host):
         self.path_id = path_id
 
     def __reduce__(self):
-        from . import uml_agent
-
-        return uml_agent.live_host, (self.path_id, self.name)
+        return opened_host, (self.path_id, self.name)
 
     def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
         raise TypeError("a process inside the UML kernel cannot be handed to this one: use run(), or call() "
@@ -243,9 +241,7 @@ def parse_tcp_metrics_line(line: str) -> dict[str, str]:
 
 def _emulation_snapshot_of(path_id: str) -> dict[str, dict[str, Any]]:
     """Inside the UML kernel: the live path's emulation counters (see :meth:`NetPath.emulation_snapshot`)."""
-    from . import uml_agent
-
-    return uml_agent.live_path(path_id).emulation_snapshot()
+    return opened_for_host(path_id).emulation_snapshot()
 
 
 class NetPath:
@@ -322,10 +318,10 @@ class NetPath:
     def _start_in_uml(self) -> "NetPath":
         """Build the path inside the process's UML kernel (booted on first use); this object
         and its hosts become stand-ins whose calls its agent does."""
-        from . import uml, uml_agent
+        from . import uml
 
         kernel = uml.shared_kernel()
-        built = kernel.call(uml_agent.open_path, self.spec)
+        built = kernel.call(open_for_host, self.spec)
         self.remote, self.id, self.backend = kernel, built["id"], built["backend"]
         self.client, self.router, self.server = (
             UmlHost(kernel, self.id, name, **built["hosts"][name]) for name in ("client", "router", "server"))
@@ -336,9 +332,7 @@ class NetPath:
     def __reduce__(self):
         if self.remote is None:
             raise TypeError("a path of this kernel cannot travel to another process")
-        from . import uml_agent
-
-        return uml_agent.live_path, (self.id,)
+        return opened_for_host, (self.id,)
 
     def stop(self) -> None:
         # pyroute2 forks helper processes that may run our atexit hook when they exit: only
@@ -347,11 +341,9 @@ class NetPath:
             return
         self._up = False
         if self.remote is not None:
-            from . import uml_agent
-
             atexit.unregister(self.stop)
             if self.remote.alive:
-                self.link_stats = self.remote.call(uml_agent.close_path, self.id)
+                self.link_stats = self.remote.call(close_for_host, self.id)
             return
         errors = []
         if self._emulator is not None:
@@ -506,3 +498,50 @@ def _offloads_off(ifnames: list[str]) -> None:
                 if (tcp_tso or name in OFFLOADS) and feature.available:
                     feature.enable = False
             eth.set_features(ifname, features)
+
+
+# --- inside the UML kernel's agent: the paths opened for the host, by id -----------------------------
+# The host's NetPath and UmlHost stand-ins travel to the agent as references to these.
+
+#: Paths opened for the host, by id.
+OPENED_FOR_HOST: dict[str, NetPath] = {}
+
+
+def open_for_host(spec: PathSpec) -> dict[str, Any]:
+    """Build a path in this kernel and keep it; what the host's stand-in needs to know."""
+    spec.validate()  # against this kernel: its congestion controls, its modules
+    path = NetPath(spec).start()
+    OPENED_FOR_HOST[path.id] = path
+    return {"id": path.id, "backend": path.backend,
+            "hosts": {h.name: {"ns": h.ns, "address": h.address, "ifname": h.ifname}
+                      for h in (path.client, path.router, path.server)}}
+
+
+def close_for_host(path_id: str) -> dict[str, Any]:
+    path = OPENED_FOR_HOST.pop(path_id, None)
+    if path is None:
+        return {}
+    path.stop()
+    return path.link_stats
+
+
+def close_all_for_host() -> None:
+    """Every path still open for the host, closed (the kernel is powering off)."""
+    import traceback
+
+    for path_id in list(OPENED_FOR_HOST):
+        try:
+            close_for_host(path_id)
+        except Exception:
+            traceback.print_exc()
+
+
+def opened_for_host(path_id: str) -> NetPath:
+    try:
+        return OPENED_FOR_HOST[path_id]
+    except KeyError:
+        raise LookupError(f"no live path {path_id} in this UML kernel (it was closed, or the kernel rebooted)") from None
+
+
+def opened_host(path_id: str, name: str) -> Host:
+    return getattr(opened_for_host(path_id), name)

@@ -2,10 +2,9 @@
 
 Started by the kernel's init script as ``python -m tcplab.lab.uml_agent WORKDIR``; reads
 ``call N`` / ``quit`` lines from the console, runs ``WORKDIR/call-N.pkl`` and writes
-``WORKDIR/answer-N.pkl``, then says ``done N``. The lab's live objects stay here: a
-:class:`~tcplab.lab.path.NetPath` opened for the host is kept by id, and the host's stand-ins
-for it and its hosts arrive as references resolved by :func:`live_path` and :func:`live_host`;
-any other object the host keeps here (:func:`hold`) likewise by :func:`held`.
+``WORKDIR/answer-N.pkl``, then says ``done N``. The lab's live objects stay here, kept by
+id by the modules that own them: a path opened for the host in :mod:`tcplab.lab.path`
+(``open_for_host``), any other object in :mod:`tcplab.lab.kernels` (``hold``).
 """
 
 from __future__ import annotations
@@ -20,73 +19,6 @@ from pathlib import Path
 from typing import Any
 
 PROTOCOL = "tcplab-uml:"
-#: Paths opened for the host, by id.
-LIVE: dict[str, Any] = {}
-
-
-def inside() -> bool:
-    """Whether this process is the agent of a UML lab kernel (then "uml" means this kernel)."""
-    return os.environ.get("TCPLAB_UML_AGENT") == "1"
-
-
-# --- the lab's live objects, by reference ---------------------------------------------------------
-
-def open_path(spec: Any) -> dict[str, Any]:
-    """Build a path in this kernel and keep it; what the host's stand-in needs to know."""
-    from .path import NetPath
-
-    spec.validate()  # against this kernel: its congestion controls, its modules
-    path = NetPath(spec).start()
-    LIVE[path.id] = path
-    return {"id": path.id, "backend": path.backend,
-            "hosts": {h.name: {"ns": h.ns, "address": h.address, "ifname": h.ifname}
-                      for h in (path.client, path.router, path.server)}}
-
-
-def close_path(path_id: str) -> dict[str, Any]:
-    path = LIVE.pop(path_id, None)
-    if path is None:
-        return {}
-    path.stop()
-    return path.link_stats
-
-
-def live_path(path_id: str) -> Any:
-    try:
-        return LIVE[path_id]
-    except KeyError:
-        raise LookupError(f"no live path {path_id} in this UML kernel (it was closed, or the kernel rebooted)") from None
-
-
-def live_host(path_id: str, name: str) -> Any:
-    return getattr(live_path(path_id), name)
-
-
-#: Other objects the host keeps in this kernel for a while (a ballast of TCP memory), by id:
-#: the context manager and what its ``__enter__`` gave.
-HELD: dict[str, tuple[Any, Any]] = {}
-
-
-def hold(factory: Any, args: tuple) -> str:
-    """Enter ``factory(*args)`` (a context manager) here and keep it; its id."""
-    manager = factory(*args)
-    entered = manager.__enter__()
-    ident = f"held-{id(manager):x}"
-    HELD[ident] = (manager, entered)
-    return ident
-
-
-def held(ident: str) -> Any:
-    try:
-        return HELD[ident][1]
-    except KeyError:
-        raise LookupError(f"nothing held as {ident} in this UML kernel (it was let go, or the kernel rebooted)") from None
-
-
-def let_go(ident: str) -> None:
-    manager, _ = HELD.pop(ident, (None, None))
-    if manager is not None:
-        manager.__exit__(None, None, None)
 
 
 # --- the loop ---------------------------------------------------------------------------------------
@@ -125,11 +57,9 @@ def _modules(name: str) -> list[str]:
 
 
 def _power_off() -> None:
-    for path in list(LIVE):
-        try:
-            close_path(path)
-        except Exception:
-            traceback.print_exc()
+    from .path import close_all_for_host
+
+    close_all_for_host()
     sys.stdout.flush()
     os.sync()
     with open("/proc/sysrq-trigger", "w") as fh:
