@@ -14,6 +14,7 @@ import pytest  # noqa: E402
 
 from tcplab import plots  # noqa: E402
 from tcplab.analysis import read_packets  # noqa: E402
+from tcplab.analysis.metrics import goodput_series  # noqa: E402
 from tcplab.units import ParameterError  # noqa: E402
 
 from analysis.pcapgen import ACK, Conn, ethernet, write_pcap  # noqa: E402
@@ -128,7 +129,7 @@ def test_flow_and_direction_defaults_and_empty_flows(bulk, tmp_path):
 
 
 def test_throughput_counts_each_new_byte_once_and_shows_the_reference(bulk, tmp_path):
-    series = plots.goodput_series(bulk, bin_s=0.010)
+    series = goodput_series(bulk, bin_s=0.010)
     assert series.sum() * 0.010 / 8 == pytest.approx(12 * MSS)  # the resend is not goodput
     fig = plots.throughput(bulk, bin_s=0.010, reference_bps=5e6)
     ax = fig.axes[0]

@@ -21,7 +21,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullFormatter, ScalarFormatter
 
-from .analysis.table import flow_view
+from .analysis.metrics import goodput_series
+from .analysis.table import expert_column, flow_view
 from .units import ParameterError
 from .words import messages
 
@@ -83,11 +84,6 @@ def _text(key: str, **fields) -> str:
 
 
 # ---------------------------------------------------------------- columns and ranges
-
-
-def _column(frame: pd.DataFrame, name: str, default) -> pd.Series:
-    """An expert column, or ``default`` everywhere when the table was read without them."""
-    return frame[name] if name in frame.columns else pd.Series(default, index=frame.index)
 
 
 def _check_range(t_range) -> tuple[float, float] | None:
@@ -174,7 +170,7 @@ def _legend(ax) -> None:
 def _stall_threshold(acks: pd.DataFrame) -> float:
     """Sender silences longer than two round trips (5 ms at least) are stalls; 200 ms
     when the capture has no RTT sample."""
-    samples = _column(acks, "ack_rtt", np.nan).dropna()
+    samples = expert_column(acks, "ack_rtt", np.nan).dropna()
     if samples.empty:
         return 0.2
     return max(2 * float(samples.median()), 0.005)
@@ -223,9 +219,9 @@ def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, di
             ax.step(known["rel_time"], known["ack"] + known["win"], where="post", color=PALETTE["window"],
                     linewidth=1, label=_text("plot.window"), gid="window")
     marks = (
-        (data[_column(data, "retransmission", False)], "seq", "x", "retransmission"),
-        (data[_column(data, "window_full", False)], "end", "^", "window_full"),
-        (acks[_column(acks, "zero_window", False)], "ack", "v", "zero_window"),
+        (data[expert_column(data, "retransmission", False)], "seq", "x", "retransmission"),
+        (data[expert_column(data, "window_full", False)], "end", "^", "window_full"),
+        (acks[expert_column(acks, "zero_window", False)], "ack", "v", "zero_window"),
     )
     for rows, where, marker, role in marks:
         if len(rows):
@@ -254,38 +250,9 @@ def _shade_stalls(ax, data: pd.DataFrame, stall_s: float) -> None:
                    label=_text("plot.stall") if k == 0 else None, gid="stall")
 
 
-def _default_bin(duration: float) -> float:
-    """About 50 bins over the transfer, rounded to 1/2/5 x 10^n seconds, 1 ms at least."""
-    raw = max(duration / 50, 1e-3)
-    exponent = np.floor(np.log10(raw))
-    mantissa = min((m for m in (1, 2, 5, 10) if m * 10**exponent >= raw))
-    return float(mantissa * 10**exponent)
-
-
-def goodput_series(packets, flow: int | None = None, *, bin_s: float | None = None,
-                   direction: int | None = None) -> pd.Series:
-    """New payload bytes per time bin, as bit/s, indexed by the bin's start (``rel_time``).
-
-    Retransmitted segments are left out: goodput counts each byte once.
-    """
-    view, flow, direction = flow_view(packets, flow, direction)
-    data = view[(view["dir"] == direction) & (view["len"] > 0)]
-    fresh = data[~_column(data, "retransmission", False)]
-    start, stop = float(data["rel_time"].min()), float(data["rel_time"].max())
-    if bin_s is None:
-        bin_s = _default_bin(stop - start)
-    elif not (isinstance(bin_s, (int, float)) and np.isfinite(bin_s) and bin_s > 0):
-        raise ParameterError("bin_s", bin_s, "a bin width in seconds above 0")
-    edges = start + bin_s * np.arange(int(np.floor((stop - start) / bin_s)) + 2)
-    counts, _ = np.histogram(fresh["rel_time"], bins=edges, weights=fresh["len"])
-    series = pd.Series(counts * 8 / bin_s, index=pd.Index(edges[:-1], name="rel_time"), name="goodput_bps")
-    series.attrs["bin_s"] = bin_s
-    return series
-
-
 def throughput(packets, flow: int | None = None, *, bin_s: float | None = None, ax=None,
                reference_bps: float | None = None, direction: int | None = None):
-    """Goodput over time (bit/s per ``bin_s`` bin, see :func:`goodput_series`), with an
+    """Goodput over time (bit/s per ``bin_s`` bin, see :func:`~.analysis.metrics.goodput_series`), with an
     optional dashed line at a predicted value ``reference_bps``."""
     series = goodput_series(packets, flow, bin_s=bin_s, direction=direction)
     _, flow, _ = flow_view(packets, flow, direction)
@@ -324,7 +291,7 @@ def window_and_inflight(packets, flow: int | None = None, *, telemetry: pd.DataF
     (skmem ``w``) and size (skmem ``tb``). Telemetry ``time`` is epoch seconds, aligned with
     the packets' ``time``."""
     view, flow, direction = flow_view(packets, flow, direction)
-    data = view[(view["dir"] == direction) & (_column(view, "bytes_in_flight", -1) >= 0)]
+    data = view[(view["dir"] == direction) & (expert_column(view, "bytes_in_flight", -1) >= 0)]
     acks = view[(view["dir"] != direction) & view["f_ack"] & (view["win"] >= 0)]
     if data.empty and acks.empty:
         raise ValueError(f"flow {flow} has neither bytes-in-flight nor window values (read without expert analysis?)")
@@ -362,7 +329,7 @@ def rtt(packets, flow: int | None = None, *, ax=None, direction: int | None = No
     """Wireshark's ``ack_rtt`` samples of the data direction over time, in ms."""
     view, flow, direction = flow_view(packets, flow, direction)
     acks = view[view["dir"] != direction]
-    samples = acks[_column(acks, "ack_rtt", np.nan).notna()]
+    samples = acks[expert_column(acks, "ack_rtt", np.nan).notna()]
     if samples.empty:
         raise ValueError(f"flow {flow} has no ACK round-trip samples (read without expert analysis?)")
     fig, ax = _new_axes(ax)

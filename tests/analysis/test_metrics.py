@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from tcplab.analysis import read_packets
-from tcplab.analysis.metrics import flow_metrics, largest_flow
+from tcplab.analysis.metrics import flow_metrics, goodput_series
+from tcplab.analysis.table import main_flow
 from tcplab.units import ParameterError
 
 from .pcapgen import ACK, PSH, Conn, Transfer, write_pcap
@@ -164,7 +165,7 @@ def test_flow_choice_and_bad_input(tmp_path):
     path = tmp_path / "m.pcap"
     write_pcap(path, tr.frames, linktype=101)
     table = read_packets(path)
-    assert largest_flow(table) == 0
+    assert main_flow(table) == 0
     with pytest.raises(ValueError, match="no flow 4"):
         flow_metrics(table, 4)
     with pytest.raises(ParameterError, match="bin_s"):
@@ -206,8 +207,7 @@ def test_idle_time_stays_inside_the_transfer(tmp_path):
 def test_one_answer_to_which_flow_and_which_way(tmp_path):
     # Flow 0 uploads 1000 bytes; flow 1 downloads 3000 (from its server, direction 1): the main
     # flow and its data direction are the same for the metrics, the plots and the cases.
-    from tcplab import plots
-    from tcplab.analysis.table import data_direction, flow_view, main_flow
+    from tcplab.analysis.table import data_direction, flow_view
 
     small, big = Conn(client=("10.0.0.1", 40001)), Conn(client=("10.0.0.1", 40002))
     t0 = 1_700_000_000.0
@@ -219,12 +219,12 @@ def test_one_answer_to_which_flow_and_which_way(tmp_path):
     path = tmp_path / "two.pcap"
     write_pcap(path, sorted(frames, key=lambda f: f[0]), linktype=101)
     table = read_packets(path)
-    assert main_flow(table) == largest_flow(table) == 1
+    assert main_flow(table) == flow_metrics(table).flow == 1
     view, flow, direction = flow_view(table)
     assert (flow, direction) == (1, 1) and data_direction(view) == 1
     m = flow_metrics(table)
     assert (m.flow, m.data_dir, m.sender) == (1, 1, "server")
-    assert plots.goodput_series(table).sum() * plots.goodput_series(table).attrs["bin_s"] / 8 == 3000
+    assert goodput_series(table).sum() * goodput_series(table).attrs["bin_s"] / 8 == 3000
     assert data_direction(table.packets[table.packets["flow"] == 0]) == 0
     with pytest.raises(ValueError, match="no TCP packets"):
         main_flow(table.packets.iloc[0:0])

@@ -103,7 +103,7 @@ def test_an_object_held_in_uml_is_itself_in_calls_there_and_let_go_after(kernel,
     from tcplab.lab.kernels import call_in, held_in
 
     monkeypatch.setattr(uml, "_shared", kernel)
-    agent = lambda: __import__("tcplab.lab.uml_agent").lab.uml_agent  # noqa: E731
+    agent = lambda: __import__("tcplab.lab.kernels").lab.kernels  # noqa: E731  (what the agent holds)
     with held_in("uml", Ballast, "1MB") as ballast:
         held = call_in("uml", lambda: ballast.held())  # the stand-in travels, the sockets stay there
         assert held["unread"] + held["unacknowledged"] >= 1 << 20

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from ..units import ParameterError
-from .table import PacketTable, data_direction, main_flow
+from .table import PacketTable, data_direction, expert_column, flow_view, main_flow
 
-__all__ = ["FlowMetrics", "flow_metrics", "largest_flow", "flow_label", "flow_rows",
+__all__ = ["FlowMetrics", "flow_metrics", "goodput_series", "flow_label", "flow_rows",
            "DELAYED_ACK_MIN_S", "CAPTURE_FIELDS"]
 
 #: A delayed ACK on Linux waits at least 40 ms (TCP_DELACK_MIN); 30 ms of extra wait
@@ -162,13 +162,6 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-def largest_flow(table: PacketTable) -> int:
-    """The main flow (:func:`~.table.main_flow`): most payload, both directions; first on a tie."""
-    if table.flows.empty or table.packets.empty:
-        raise ValueError(f"{table.source.path}: no TCP flow")
-    return main_flow(table.packets)
-
-
 def flow_label(row: pd.Series) -> tuple[str, str]:
     def end(addr, port):
         return f"[{addr}]:{port}" if ":" in str(addr) else f"{addr}:{port}"
@@ -193,8 +186,10 @@ def flow_metrics(table: PacketTable, flow: int | None = None, *, telemetry: pd.D
     """Metrics of ``flow`` (default: the largest by payload) of a table read with the expert columns."""
     if not table.has_expert:
         raise ValueError("flow_metrics needs the expert columns: read_packets(..., expert=True)")
+    if table.packets.empty:
+        raise ValueError(f"{table.source.path}: no TCP flow")
     if flow is None:
-        flow = largest_flow(table)
+        flow = main_flow(table)
     rows = table.flows.loc[table.flows["flow"] == flow]
     if rows.empty:
         raise ValueError(f"{table.source.path}: no flow {flow} (flows are {_flow_range(table)})")
@@ -642,3 +637,32 @@ class _Builder:
             if "app_limited" in mine:
                 summary["app_limited_share"] = float(mine["app_limited"].astype(bool).mean())
         self.out.update(telemetry=mine, telemetry_summary=summary)
+
+
+def _default_bin(duration: float) -> float:
+    """About 50 bins over the transfer, rounded to 1/2/5 x 10^n seconds, 1 ms at least."""
+    raw = max(duration / 50, 1e-3)
+    exponent = np.floor(np.log10(raw))
+    mantissa = min((m for m in (1, 2, 5, 10) if m * 10**exponent >= raw))
+    return float(mantissa * 10**exponent)
+
+
+def goodput_series(packets, flow: int | None = None, *, bin_s: float | None = None,
+                   direction: int | None = None) -> pd.Series:
+    """New payload bytes per time bin, as bit/s, indexed by the bin's start (``rel_time``).
+
+    Retransmitted segments are left out: goodput counts each byte once.
+    """
+    view, flow, direction = flow_view(packets, flow, direction)
+    data = view[(view["dir"] == direction) & (view["len"] > 0)]
+    fresh = data[~expert_column(data, "retransmission", False)]
+    start, stop = float(data["rel_time"].min()), float(data["rel_time"].max())
+    if bin_s is None:
+        bin_s = _default_bin(stop - start)
+    elif not (isinstance(bin_s, (int, float)) and np.isfinite(bin_s) and bin_s > 0):
+        raise ParameterError("bin_s", bin_s, "a bin width in seconds above 0")
+    edges = start + bin_s * np.arange(int(np.floor((stop - start) / bin_s)) + 2)
+    counts, _ = np.histogram(fresh["rel_time"], bins=edges, weights=fresh["len"])
+    series = pd.Series(counts * 8 / bin_s, index=pd.Index(edges[:-1], name="rel_time"), name="goodput_bps")
+    series.attrs["bin_s"] = bin_s
+    return series

@@ -15,7 +15,7 @@ from ..units import ParameterError
 if TYPE_CHECKING:
     from .packets import PcapSource
 
-__all__ = ["PacketTable", "main_flow", "data_flows", "data_direction", "flow_view"]
+__all__ = ["PacketTable", "main_flow", "data_flows", "data_direction", "flow_view", "expert_column"]
 
 
 @dataclass
@@ -90,3 +90,8 @@ def flow_view(packets: PacketTable | pd.DataFrame, flow: int | None = None,
     if not (view.loc[view["dir"] == direction, "len"] > 0).any():
         raise ValueError(f"flow {flow} carries no payload in direction {direction}: nothing to plot")
     return view, int(flow), int(direction)
+
+
+def expert_column(frame: pd.DataFrame, name: str, default) -> pd.Series:
+    """An expert column, or ``default`` everywhere when the table was read without them."""
+    return frame[name] if name in frame.columns else pd.Series(default, index=frame.index)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import plots
+from ..analysis.metrics import goodput_series
 from ..analysis.table import flow_view
 from ..observe.ss import socket_rows
 from .trial import Trial
@@ -21,7 +21,7 @@ __all__ = ["wire_rate", "shape", "receiver_window", "data_segments", "recv_queue
 
 def wire_rate(trial: Trial, bin_s: float = 0.1) -> pd.Series:
     """New payload on the wire per ``bin_s`` bin, in bytes per second, indexed by time (s)."""
-    return plots.goodput_series(trial.packets, bin_s=bin_s) / 8
+    return goodput_series(trial.packets, bin_s=bin_s) / 8
 
 
 def shape(trial: Trial, *, bin_s: float = 0.1) -> dict[str, float]:
