@@ -83,6 +83,13 @@ def _text(key: str, **fields) -> str:
     return messages()(key, **fields)
 
 
+def _title(key: str, packets, flow: int) -> str:
+    """A flow plot's title, with the variant it shows when the table is named (a trial's)."""
+    title = _text(key, flow=flow)
+    name = getattr(packets, "name", "")
+    return _text("plot.title.of_variant", variant=name, title=title) if name else title
+
+
 # ---------------------------------------------------------------- columns and ranges
 
 
@@ -235,7 +242,7 @@ def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, di
     tops = pd.concat([end, acks["ack"]]) if len(acks) else end
     _bytes_axis(ax, float(tops.max()) if len(tops) else 0.0, "plot.sequence")
     ax.set_xlabel(_text("plot.time"))
-    ax.set_title(_text("plot.title.time_sequence", flow=flow))
+    ax.set_title(_title("plot.title.time_sequence", packets, flow))
     _legend(ax)
     return _finish(fig, ax)
 
@@ -268,7 +275,7 @@ def throughput(packets, flow: int | None = None, *, bin_s: float | None = None, 
     ax.set_ylabel(_text("plot.goodput"))
     ax.set_xlabel(_text("plot.time"))
     ax.set_ylim(bottom=0)
-    ax.set_title(_text("plot.title.throughput", flow=flow))
+    ax.set_title(_title("plot.title.throughput", packets, flow))
     _legend(ax)
     return _finish(fig, ax)
 
@@ -320,7 +327,7 @@ def window_and_inflight(packets, flow: int | None = None, *, telemetry: pd.DataF
     _bytes_axis(ax, largest, "plot.bytes")
     ax.set_xlabel(_text("plot.time"))
     ax.set_ylim(bottom=0)
-    ax.set_title(_text("plot.title.window", flow=flow))
+    ax.set_title(_title("plot.title.window", packets, flow))
     _legend(ax)
     return _finish(fig, ax)
 
@@ -338,7 +345,7 @@ def rtt(packets, flow: int | None = None, *, ax=None, direction: int | None = No
     ax.set_xlabel(_text("plot.time"))
     ax.set_ylabel(_text("plot.round_trip"))
     ax.set_ylim(bottom=0)
-    ax.set_title(_text("plot.title.rtt", flow=flow))
+    ax.set_title(_title("plot.title.rtt", packets, flow))
     _legend(ax)
     return _finish(fig, ax)
 

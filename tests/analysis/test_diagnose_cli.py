@@ -190,7 +190,7 @@ def test_all_flows_of_real_captures_merged_into_one(tmp_path):
     from tcplab.runs import data_root
 
     captures = [next((data_root() / "replay" / case / variant).glob("*.pcap")) for case, variant in (
-        ("01-send-buffer", "sndbuf-16KB#1"), ("02-receive-buffer", "rtt40-rcvbuf8KB#1"),
+        ("01-send-buffer", "sndbuf-16KB"), ("02-receive-buffer", "rtt40-rcvbuf8KB"),
         ("07-window-scaling", "off-client-20ms"))]
     merged = tmp_path / "merged.pcap"
     merge_pcaps(captures, merged)

@@ -11,9 +11,9 @@ from tcplab.runs import Run, data_root
 
 #: (case, variant) -> the label its cause must get.
 KNOWN = {
-    ("01-send-buffer", "sndbuf-16KB#1"): "sender-buffer-limited",
-    ("01-send-buffer", "unset#1"): "path-bandwidth",
-    ("02-receive-buffer", "rtt40-rcvbuf8KB#1"): "receiver-window-limited",
+    ("01-send-buffer", "sndbuf-16KB"): "sender-buffer-limited",
+    ("01-send-buffer", "unset"): "path-bandwidth",
+    ("02-receive-buffer", "rtt40-rcvbuf8KB"): "receiver-window-limited",
     ("03-bdp-sweep", "pinned-2ms-loss-10"): "congestion-loss",
     ("04-nagle-delayed-ack", "split-nagle"): "nagle-delayed-ack",
     ("04-nagle-delayed-ack", "split-nodelay-20ms"): "application-limited",  # request/response turns

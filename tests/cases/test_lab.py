@@ -196,8 +196,8 @@ def test_a_row_shows_the_buffers_autotuning_reached_beside_the_connect_time_ones
     """From a shipped recording: the autotuned sender starts at 69 KB and grows to megabytes;
     the 16 KB one stays at the doubled 32 KB."""
     replay_dir = data_root() / "replay" / "01-send-buffer"
-    auto = Trial("unset#1", Run.load(replay_dir / "unset#1")).row()
-    pinned = Trial("sndbuf-16KB#1", Run.load(replay_dir / "sndbuf-16KB#1")).row()
+    auto = Trial("unset", Run.load(replay_dir / "unset")).row()
+    pinned = Trial("sndbuf-16KB", Run.load(replay_dir / "sndbuf-16KB")).row()
     assert auto["sender tb max (ss)"] > 10 * auto["sender SO_SNDBUF"]
     assert pinned["sender tb max (ss)"] == pinned["sender SO_SNDBUF"] == 32768
     assert auto["receiver rb max (ss)"] > auto["receiver SO_RCVBUF"]

@@ -20,11 +20,13 @@ __all__ = ["PacketTable", "main_flow", "data_flows", "data_direction", "flow_vie
 
 @dataclass
 class PacketTable:
-    """``packets``: one row per TCP packet; ``flows``: one row per connection (``flow``)."""
+    """``packets``: one row per TCP packet; ``flows``: one row per connection (``flow``);
+    ``name``: what the capture shows, for plot titles (a case's variant label), or empty."""
 
     packets: pd.DataFrame
     flows: pd.DataFrame
     source: PcapSource
+    name: str = ""
 
     @property
     def has_expert(self) -> bool:
@@ -36,7 +38,7 @@ class PacketTable:
         ``start_s`` is still one."""
         pk = self.packets
         keep = (pk["rel_time"] >= start_s) & (pk["rel_time"] <= end_s)
-        return PacketTable(pk.loc[keep].reset_index(drop=True), self.flows, self.source)
+        return PacketTable(pk.loc[keep].reset_index(drop=True), self.flows, self.source, self.name)
 
     def __repr__(self) -> str:
         return (f"PacketTable({self.source.path!r}: {len(self.packets)} TCP packets in "

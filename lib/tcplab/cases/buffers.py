@@ -103,7 +103,10 @@ def sendbuf_row(trial: Trial) -> dict[str, Any]:
         "ss tb": ss["skmem_tb"].median() if len(ss) else float("nan"),
         "peak w (queued)": ss["skmem_w"].max() if len(ss) else float("nan"),
         "peak Send-Q": ss["send_q"].max() if len(ss) else float("nan"),
-        "in flight (median)": m.inflight_mean_bytes if np.isnan(m.inflight_plateau_bytes) else m.inflight_plateau_bytes,
+        # The median at each send once past the start-up ramp; a transfer too short to have
+        # one falls back to goodput x RTT, the window it used on average.
+        "in flight, median past ramp": m.inflight_mean_bytes if np.isnan(m.inflight_plateau_bytes)
+        else m.inflight_plateau_bytes,
         "cwnd x MSS (median)": (ss["cwnd"] * mss).median() if len(ss) else float("nan"),
         "duration s": trial.duration_s,
         "goodput MB/s": trial.goodput_bps / 8e6,

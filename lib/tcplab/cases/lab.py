@@ -62,6 +62,9 @@ class CaseLab:
     def __init__(self, case_id: str, *, mode: str = "live", profile: str = "quick", fresh: bool = False,
                  kernel: str | None = "auto", runs_dir: str | os.PathLike | None = None,
                  replay_dir: str | os.PathLike | None = None) -> None:
+        from ..report.tables import use_house_style
+
+        use_house_style()  # every table the notebook shows, written as the pages write numbers
         # Without root, the UML kernel runs the lab; with neither, the course replays.
         choice = choose_mode(mode, kernel)
         mode = choice.mode
@@ -243,9 +246,12 @@ class CaseLab:
 
     def repeat(self, label: str, workload: Any, *, path: PathLike, times: int,
                observe: ObserveSpec | Mapping[str, Any] | None = None) -> list[Trial]:
-        """``times`` runs of one variant, labelled ``label#1`` …, for spreads and confidence bands."""
+        """``times`` runs of one variant, labelled ``label#1`` …, for spreads and confidence
+        bands; a single run is plain ``label``, as pages name it."""
         if not isinstance(times, int) or times < 1:
             raise ParameterError("repetitions", times, "a whole number ≥ 1")
+        if times == 1:
+            return [self.run(label, workload, path=path, observe=observe)]
         return [self.run(f"{label}#{i}", workload, path=path, observe=observe, repetition=i)
                 for i in range(1, times + 1)]
 

@@ -107,7 +107,10 @@ class Trial:
     # --- what the capture and the kernel saw ------------------------------------------------------
     @cached_property
     def packets(self):
-        return self.run.packets()
+        """The capture read by the analysis engine, named after the variant (plot titles say it)."""
+        table = self.run.packets()
+        table.name = self.label
+        return table
 
     @property
     def telemetry(self) -> pd.DataFrame:

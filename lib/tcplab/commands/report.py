@@ -101,6 +101,8 @@ def _finish(result, out_dir: Path) -> int:
     print(result.summary())
     for fmt, path in result.handout.items():
         print(f"handout ({fmt}): {path}")
+    for fmt, path in result.cheatsheet.items():
+        print(f"cheat sheet ({fmt}): {path}")
     if not result.none_failed:
         print("tcplab report: some cases failed or did not reproduce (see the summary above)", file=sys.stderr)
         return EXIT_PROBLEM

@@ -24,11 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ..course import NOTEBOOKS
 from ..files import write_atomically
 from ..units import ParameterError
 from .context import ReportContext, combine_backends, combine_kernels
 from .editions import EDITIONS, check_edition
 from .execute import DEFAULT_CELL_TIMEOUT_S, ExecutionResult, execute_notebook
+from .course_pages import CHEATSHEET_NAME, cheatsheet_rows, cited_by, read_references, write_cheatsheet
 from .handout import CaseSection, case_status, write_handout
 from .html import (RenderedCells, case_page, load_notebook, notebook_error, notebook_title,
                    render_cells, section_anchor)
@@ -98,6 +100,8 @@ class ReportResult:
     context: ReportContext
     #: format -> handout file written.
     handout: dict[str, Path] = field(default_factory=dict)
+    #: format -> the cheat sheet's own page (:mod:`.course_pages`).
+    cheatsheet: dict[str, Path] = field(default_factory=dict)
     render_errors: list[str] = field(default_factory=list)
     #: Where the cases came from when not from one run: ``{"index": I, "count": N,
     #: "selection": [...]}`` for a shard (:mod:`.shards`), ``{"merged_from": [...]}`` for a merge.
@@ -308,22 +312,34 @@ class _Rendering:
         result = ReportResult(cases=reports, context=context)
         html_path = self.output_dir / f"{HANDOUT_NAME}.html"
         _say(self.progress, f"handout: {len(sections)} case(s) → {html_path}")
+        references = read_references(self.notebooks_dir or NOTEBOOKS)
+        if not any(cited_by(references, s.case_id) for s in sections):
+            references = []  # cases of another course (a test's): no page of ours
         try:
-            write_handout(sections, html_path, context=context, katex_dir=self.katex_dir)
+            write_handout(sections, html_path, context=context, katex_dir=self.katex_dir, references=references)
             result.handout["html"] = html_path
         except Exception as exc:  # noqa: BLE001
             result.render_errors.append(f"handout html: {type(exc).__name__}: {exc}")
             return result
+        self._pdf(html_path, result.handout, result.render_errors, "handout")
+        case_ids = [s.case_id for s in sections]
+        if cheatsheet_rows(context.messages(), case_ids):
+            sheet = write_cheatsheet(case_ids, self.output_dir / f"{CHEATSHEET_NAME}.html", context=context)
+            result.cheatsheet["html"] = sheet
+            self._pdf(sheet, result.cheatsheet, result.render_errors, "cheat sheet")
+        return result
+
+    def _pdf(self, html_path: Path, outputs: dict[str, Path], errors: list[str], what: str) -> None:
+        """``html_path``'s PDF beside it, where PDF was asked for; the HTML stays only where
+        HTML was asked for too."""
         if "pdf" in self.formats:
             try:
-                result.handout["pdf"] = html_to_pdf(
-                    html_path, self.output_dir / f"{HANDOUT_NAME}.pdf",
-                    chromium=self.chromium, timeout_s=self.pdf_timeout_s)
+                outputs["pdf"] = html_to_pdf(html_path, html_path.with_suffix(".pdf"),
+                                             chromium=self.chromium, timeout_s=self.pdf_timeout_s)
             except (PdfError, OSError) as exc:
-                result.render_errors.append(f"handout pdf: {exc}")
+                errors.append(f"{what} pdf: {exc}")
         if "html" not in self.formats:
-            result.handout.pop("html").unlink(missing_ok=True)
-        return result
+            outputs.pop("html").unlink(missing_ok=True)
 
 
 def build_report(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..files import write_atomically
 from .context import ReportContext
+from .course_pages import COLUMNS, Reference, cheatsheet_rows, cited_by
 from .html import page_assets, section_anchor
 from .scores import Scores
 from .templating import render
@@ -61,6 +62,13 @@ class CaseSection:
         return section_anchor(self.case_id)
 
     @property
+    def number(self) -> str | None:
+        """The course's number of the case ("01" of ``01-send-buffer``): the one numbering of
+        titles, headers, contents and cross-references; None for a case named otherwise."""
+        head = self.case_id.split("-", 1)[0]
+        return head if head.isdigit() else None
+
+    @property
     def n_checks(self) -> int:
         return sum(s.n_checks for s in self.scores)
 
@@ -74,20 +82,26 @@ class CaseSection:
 
 
 def render_handout(sections: list[CaseSection], *, context: ReportContext,
-                   katex_dir: str | Path | None = None) -> str:
-    """The handout as one self-contained HTML page."""
+                   katex_dir: str | Path | None = None, references: list[Reference] | None = None) -> str:
+    """The handout as one self-contained HTML page; with ``references`` (the course's), each
+    case lists its own and a references page closes it."""
     t = context.messages()
     assets = page_assets([s.cells_html for s in sections], [s.cells_css for s in sections],
                          katex_dir=katex_dir)
     n_failed = sum(1 for s in sections if s.status not in ("passed", "busy"))
     n_busy = sum(1 for s in sections if s.status == "busy")
+    references = references or []
     return render(
         "handout.html.j2", messages=t, context=context, sections=sections, assets=assets,
         language=t.language, title=context.title or t("handout.default_title"),
         environment_line=context.environment_line(t), n_failed=n_failed, n_busy=n_busy,
+        rows=cheatsheet_rows(t, [s.case_id for s in sections]), columns=COLUMNS, references=references,
+        cited={s.case_id: cited_by(references, s.case_id) for s in sections},
     )
 
 
 def write_handout(sections: list[CaseSection], html_path: str | Path, *,
-                  context: ReportContext, katex_dir: str | Path | None = None) -> Path:
-    return write_atomically(html_path, render_handout(sections, context=context, katex_dir=katex_dir))
+                  context: ReportContext, katex_dir: str | Path | None = None,
+                  references: list[Reference] | None = None) -> Path:
+    return write_atomically(html_path, render_handout(sections, context=context, katex_dir=katex_dir,
+                                                      references=references))

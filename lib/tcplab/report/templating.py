@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import string
 from functools import lru_cache
 from pathlib import Path
@@ -12,6 +11,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..words import Messages
+from .tables import GAP, cell_text
 
 __all__ = ["TEMPLATES_DIR", "environment", "render", "format_value", "css_string",
            "counter_content"]
@@ -20,16 +20,15 @@ TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 
 def format_value(value: Any, unit: str = "") -> str:
-    """A predicted or measured value as a reader sees it: 4 significant digits, then the unit."""
+    """A predicted or measured value as a reader sees it: written as every table writes a
+    number (:func:`.tables.cell_text`: no exponent, thousands grouped), then the unit."""
     if value is None:
-        return "—"
+        return GAP
     if isinstance(value, bool):
         text = "true" if value else "false"
-    elif isinstance(value, float):
-        text = f"{value:.4g}" if math.isfinite(value) else str(value)
     else:
-        text = str(value)
-    return f"{text} {unit}".strip() if unit else text
+        text = cell_text(value)
+    return f"{text} {unit}" if unit and text != GAP else text
 
 
 def css_string(text: str) -> Markup:

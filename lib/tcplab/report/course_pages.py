@@ -1,0 +1,90 @@
+"""Pages of the course that no run produces: the references and the cheat sheet.
+
+Both are data, not code: ``notebooks/references.json`` lists every work the course cites and
+the cases that use it, and the strings' ``cheatsheet.<case>.*`` keys hold one row per case
+(symptom, signature in ``ss`` and the capture, cause, fix), so a translation covers them. The
+handout shows the cheat sheet after its summary, each case's references under it and the
+references page at its end; ``make report`` also writes the cheat sheet as a page of its
+own (``cheatsheet.html``, ``cheatsheet.pdf``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..files import write_atomically
+from ..words import Messages
+from .context import ReportContext
+from .html import page_assets
+from .templating import render
+
+__all__ = ["Reference", "CheatRow", "REFERENCES_FILE", "read_references", "cited_by", "cheatsheet_rows",
+           "render_cheatsheet", "write_cheatsheet", "CHEATSHEET_NAME"]
+
+REFERENCES_FILE = "references.json"
+CHEATSHEET_NAME = "cheatsheet"
+#: The columns of the cheat sheet, in order: a strings key ``cheatsheet.<case>.<column>`` each.
+COLUMNS = ("symptom", "signature", "cause", "fix")
+
+
+@dataclass(frozen=True)
+class Reference:
+    id: str
+    kind: str
+    cite: str
+    url: str | None
+    cases: tuple[str, ...]
+
+    @property
+    def anchor(self) -> str:
+        return "ref-" + "".join(c if c.isalnum() else "-" for c in self.id)
+
+    @property
+    def case_numbers(self) -> list[str]:
+        """The numbers of the cases that use it (01 of 01-send-buffer)."""
+        return [case.split("-", 1)[0] for case in self.cases]
+
+
+@dataclass(frozen=True)
+class CheatRow:
+    case_id: str
+    number: str
+    cells: tuple[str, ...]
+
+
+def read_references(notebooks_dir: str | Path | None) -> list[Reference]:
+    """The course's references (none for a folder of notebooks without the file)."""
+    if notebooks_dir is None or not (Path(notebooks_dir) / REFERENCES_FILE).is_file():
+        return []
+    data = json.loads((Path(notebooks_dir) / REFERENCES_FILE).read_text(encoding="utf-8"))
+    return [Reference(r["id"], r["kind"], r["cite"], r.get("url"), tuple(r.get("cases", ())))
+            for r in data["references"]]
+
+
+def cited_by(references: Sequence[Reference], case_id: str) -> list[Reference]:
+    return [r for r in references if case_id in r.cases]
+
+
+def cheatsheet_rows(t: Messages, case_ids: Iterable[str]) -> list[CheatRow]:
+    """A row for each case the strings describe, in the order given."""
+    rows = []
+    for case_id in case_ids:
+        if all(t.has(f"cheatsheet.{case_id}.{column}") for column in COLUMNS):
+            rows.append(CheatRow(case_id, case_id.split("-", 1)[0],
+                                 tuple(t(f"cheatsheet.{case_id}.{column}") for column in COLUMNS)))
+    return rows
+
+
+def render_cheatsheet(case_ids: Iterable[str], *, context: ReportContext) -> str:
+    """The cheat sheet as a page of its own (one A4 page, landscape)."""
+    t = context.messages()
+    return render("cheatsheet.html.j2", messages=t, context=context, assets=page_assets([], []),
+                  language=t.language, rows=cheatsheet_rows(t, case_ids), columns=COLUMNS,
+                  environment_line=context.environment_line(t))
+
+
+def write_cheatsheet(case_ids: Iterable[str], html_path: str | Path, *, context: ReportContext) -> Path:
+    return write_atomically(html_path, render_cheatsheet(case_ids, context=context))

@@ -1,0 +1,110 @@
+"""The house style of every table a case page shows: how a number, a gap and a header are written.
+
+A notebook displays pandas frames as it likes (``lab.table()``, ``frame.round(2)``); once
+:func:`use_house_style` has run in its kernel (a :class:`~tcplab.cases.CaseLab` does it), every
+frame and series it shows is written by :func:`frame_html`: no scientific notation, no
+"NaN"/"None" (an em dash), thousands grouped with a thin space as the course's prose writes
+them (262 142), no index column pandas invented, headers in words (``goodput_bps`` → "goodput
+bps"), and a class that lets a wide table shrink to fit an A4 page (``report.css``).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["cell_text", "frame_html", "use_house_style", "GAP", "WIDE_COLUMNS"]
+
+#: What a table shows where there is no value.
+GAP = "—"
+#: Tables with more columns than this are set smaller (``table.tcplab-wide`` in report.css).
+WIDE_COLUMNS = 6
+_THIN_SPACE = "\u202f"
+
+
+def _grouped(digits: str) -> str:
+    sign, digits = ("-", digits[1:]) if digits.startswith("-") else ("", digits)
+    head, dot, tail = digits.partition(".")
+    groups = []
+    while len(head) > 3:
+        head, groups = head[:-3], [head[-3:], *groups]
+    return sign + _THIN_SPACE.join([head, *groups]) + dot + tail
+
+
+def _number(value: float) -> str:
+    if not math.isfinite(value):
+        return GAP if math.isnan(value) else ("∞" if value > 0 else "-∞")
+    if float(value).is_integer():
+        return _grouped(f"{value:.0f}")
+    magnitude = abs(value)
+    # As many decimals as the value's size warrants: three significant digits at least below
+    # 1, two decimals to 100, one to 1000, none above; trailing zeros dropped.
+    decimals = 2 if magnitude >= 1 else max(2, 2 - math.floor(math.log10(magnitude)))
+    if magnitude >= 1000:
+        decimals = 0
+    elif magnitude >= 100:
+        decimals = 1
+    text = f"{value:.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return _grouped(text)
+
+
+def cell_text(value: Any) -> str:
+    """One cell as the page writes it."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return GAP
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, Integral):
+        return _grouped(str(int(value)))
+    if isinstance(value, Real):
+        return _number(float(value))
+    if isinstance(value, (list, tuple, set)):
+        return ", ".join(cell_text(v) for v in value) or GAP
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {cell_text(v)}" for k, v in value.items()) or GAP
+    text = str(value)
+    return text if text.strip() else GAP
+
+
+def _header(name: Any) -> Any:
+    if isinstance(name, tuple):
+        return tuple(_header(part) for part in name)
+    return name.replace("_", " ") if isinstance(name, str) else name
+
+
+def frame_html(frame: pd.DataFrame | pd.Series) -> str:
+    """``frame`` as an HTML table in the house style."""
+    if isinstance(frame, pd.Series):
+        frame = frame.to_frame()
+    shown = frame.copy()
+    if not (isinstance(shown.index, pd.RangeIndex) and shown.index.name is None):
+        # A named index (the variant, a sweep's values) is the table's first column, headed
+        # by its name on the same row as the others.
+        shown.index.names = [n if n is not None else "" for n in shown.index.names]
+        shown = shown.reset_index()
+    if not isinstance(shown.columns, pd.MultiIndex):
+        shown.columns = shown.columns.map(_header)
+    shown = shown.astype(object).map(cell_text)
+    classes = ["tcplab-frame"] + (["tcplab-wide"] if shown.shape[1] > WIDE_COLUMNS else [])
+    return shown.to_html(classes=classes, index=False, border=0, escape=True, na_rep=GAP)
+
+
+def use_house_style() -> None:
+    """Have this IPython kernel show every frame and series with :func:`frame_html` (nothing
+    outside IPython)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    html = shell.display_formatter.formatters["text/html"]
+    html.for_type(pd.DataFrame, frame_html)
+    html.for_type(pd.Series, frame_html)

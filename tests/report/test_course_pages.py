@@ -1,0 +1,56 @@
+"""The course's pages that no run produces: the references and the cheat sheet."""
+
+from __future__ import annotations
+
+import re
+
+from tcplab.course import NOTEBOOKS, available_cases
+from tcplab.report.context import ReportContext
+from tcplab.report.course_pages import cheatsheet_rows, cited_by, read_references, render_cheatsheet
+from tcplab.report.handout import CaseSection, render_handout
+from tcplab.words import messages
+
+#: What the references page must hold (issue: standards, papers and manuals the cases use).
+MUST_CITE = {"RFC9293", "RFC7323", "RFC5681", "RFC896", "Minshall", "Mathis1997", "BBR2016", "tcp.7", "ss.8"}
+
+
+def test_every_case_cites_its_references_and_every_reference_names_real_cases():
+    references = read_references(NOTEBOOKS)
+    ids = [r.id for r in references]
+    assert len(ids) == len(set(ids)) and MUST_CITE <= set(ids)
+    cases = set(available_cases())
+    for r in references:
+        assert r.cases and set(r.cases) <= cases, r.id
+        assert r.url is None or re.match(r"https?://\S+$", r.url), r.id
+    for case in cases - {"00-path-check"}:
+        assert any(r.kind == "seed" for r in cited_by(references, case)), case  # each retells a seed
+
+
+def test_the_cheat_sheet_has_a_row_per_case_with_every_column():
+    rows = cheatsheet_rows(messages("en"), available_cases())
+    assert [r.case_id for r in rows] == available_cases()
+    assert all(len(r.cells) == 4 and all(c.strip() for c in r.cells) for r in rows)
+    page = render_cheatsheet(available_cases(), context=ReportContext())
+    assert "A4 landscape" in page and page.count("<tr data-case=") == len(rows)
+    assert "zero-window probes" in page  # a cell's words, escaped once
+
+
+def test_the_handout_lists_each_cases_references_and_ends_with_the_page():
+    references = read_references(NOTEBOOKS)
+    sections = [CaseSection("04-nagle-delayed-ack", "Nagle meets delayed ACK", "passed")]
+    html = render_handout(sections, context=ReportContext(), references=references)
+    assert 'id="references"' in html and 'href="#ref-RFC896"' in html and 'id="ref-RFC896"' in html
+    assert "Case 04 · Nagle meets delayed ACK" in html  # the course's own number, not the place in the handout
+    assert html.index("Cheat sheet") < html.index("Nagle meets delayed ACK · ")
+
+
+def test_the_student_summary_asks_instead_of_giving_the_predictions():
+    from tcplab.report.scores import Scores, within
+
+    scores = Scores("04-nagle-delayed-ack", "Nagle", "delayline", "replay",
+                    [within("stall", 41.5, 43.0, tolerance=0.25, unit="ms")])
+    sections = [CaseSection("04-nagle-delayed-ack", "Nagle", "passed", scores=[scores])]
+    student = render_handout(sections, context=ReportContext(edition="student"))
+    instructor = render_handout(sections, context=ReportContext(edition="instructor"))
+    assert "Predicted" in instructor and "41.5" in instructor
+    assert "Predicted" not in student and "41.5" not in student and "43" in student
