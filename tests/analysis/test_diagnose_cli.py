@@ -204,3 +204,40 @@ def test_all_flows_of_real_captures_merged_into_one(tmp_path):
     assert [r["label"] for r in rows] == [d.label for d in by_size]
     assert [r["metrics"]["payload_bytes"] for r in rows] == [d.metrics.payload_bytes for d in by_size]
     assert {d.label for d in alone} >= {"sender-buffer-limited", "receiver-window-limited"}
+
+
+def test_a_folder_of_captures_is_one_table_and_a_bad_file_does_not_stop_it(tmp_path, sndbuf_pcap):
+    """Shipped course runs and a synthetic capture in a folder (one a level down), beside a file
+    that is no capture: every capture gets its row, the bad file its error, the table its file."""
+    import shutil
+
+    import pandas as pd
+
+    from tcplab.analysis import diagnose, read_packets
+    from tcplab.runs import data_root
+
+    folder = tmp_path / "captures"
+    (folder / "day2").mkdir(parents=True)
+    sources = {"sndbuf.pcap": sndbuf_pcap,
+               "day2/rcvbuf.pcap": next((data_root() / "replay" / "02-receive-buffer" / "rtt40-rcvbuf8KB").glob("*.pcap"))}
+    for name, source in sources.items():
+        shutil.copy(source, folder / name)
+    (folder / "notes.pcap").write_text("not packets\n")
+    (folder / "readme.txt").write_text("not a capture by its name: not read\n")
+
+    out = tcplab(folder, "-o", tmp_path / "verdicts.csv")
+    assert out.returncode == 0, out.stderr
+    assert "3 capture(s), 2 flow(s)" in out.stdout and re.search(r"notes\.pcap +not diagnosed: PcapError", out.stdout)
+    table = pd.read_csv(tmp_path / "verdicts.csv")
+    assert list(table["capture"]) == ["day2/rcvbuf.pcap", "notes.pcap", "sndbuf.pcap"]
+    for name, source in sources.items():
+        row = table[table["capture"] == name].iloc[0]
+        assert row["label"] == diagnose(read_packets(source)).label and pd.isna(row["error"])
+    assert table[table["capture"] == "notes.pcap"]["error"].iloc[0].startswith("PcapError")
+
+    assert tcplab(folder, "--all", "--json").returncode == 0
+    for bad, option in (([folder, "-o", tmp_path / "x.html"], "--output"), ([folder, "--flow", "0"], "--flow"),
+                        ([tmp_path / "empty"], "file")):
+        (tmp_path / "empty").mkdir(exist_ok=True)
+        out = tcplab(*bad)
+        assert out.returncode == 2 and option in out.stderr, out.stderr

@@ -1,4 +1,6 @@
-"""``tcplab diagnose FILE``: what limited the TCP transfer in a capture (any pcap/pcapng).
+"""``tcplab diagnose FILE``: what limited the TCP transfer in a capture (any pcap/pcapng);
+``tcplab diagnose FOLDER [--all] [-o table.csv]``: every capture in a folder, in parallel
+(:mod:`tcplab.analysis.batch`), one line per capture (per flow with ``--all``).
 
 The diagnosis comes from :mod:`tcplab.analysis`; this module reads the options, prints, and
 writes the HTML page (:mod:`tcplab.report.diagnosis_page`). Exit codes: 0 diagnosed; 1 read fine but no
@@ -32,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
                "2 bad input (unreadable or not a capture, no TCP, no such flow, bad option); "
                "3 internal error (a fault in tcplab: please report it with the capture; "
                "TCPLAB_TRACEBACK=1 shows where)")
-    parser.add_argument("file", help="capture file (pcap or pcapng, any link type)")
+    parser.add_argument("file", help="capture file (pcap or pcapng, any link type), or a folder of them")
     parser.add_argument("--flow", type=int, default=None, metavar="N",
                         help="flow number (tcp.stream, as --list shows); default: the largest")
     parser.add_argument("--list", action="store_true", help="list the flows and stop")
@@ -40,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="diagnose every flow that carried data, one line each, largest first "
                              "(a server's capture: which connections hit which limit)")
     parser.add_argument("--json", action="store_true", help="print the diagnosis (or the flow list) as JSON")
-    parser.add_argument("-o", "--output", metavar="REPORT.html", help="write a self-contained HTML report")
+    parser.add_argument("-o", "--output", metavar="REPORT.html",
+                        help="write a self-contained HTML report; for a folder, the table (.csv or .parquet)")
     parser.add_argument("--t-range", metavar="A:B", help="only packets from A to B seconds into the capture")
     return parser
 
@@ -99,6 +102,12 @@ def _diagnose(argv: Sequence[str]) -> int:
     from ..analysis.diagnose import diagnose
     from ..analysis.packets import PcapError, read_packets
 
+    if os.path.isdir(args.file):
+        try:
+            return _diagnose_folder(args)
+        except ParameterError as exc:
+            print(f"tcplab diagnose: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     try:
         t_range = parse_t_range(args.t_range)
         with warnings.catch_warnings(record=True) as caught:
@@ -140,6 +149,58 @@ def _diagnose(argv: Sequence[str]) -> int:
         if not args.json:
             print(f"report written to {args.output}")
     return EXIT_UNDETERMINED if result.label == "undetermined" else EXIT_OK
+
+
+#: What a folder's table may be written as, by the suffix of ``-o``.
+TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+def _diagnose_folder(args: argparse.Namespace) -> int:
+    """Every capture under the folder: its largest flow (every data flow with ``--all``)."""
+    from pathlib import Path
+
+    from ..analysis.batch import CAPTURE_SUFFIXES, captures_in, diagnose_files
+
+    for option, given in (("--flow", args.flow is not None), ("--list", args.list), ("--t-range", args.t_range)):
+        if given:
+            raise ParameterError(option, "with a folder", "a capture file", f"{option} is about one capture")
+    if args.output and Path(args.output).suffix.lower() not in TABLE_SUFFIXES:
+        raise ParameterError("--output", args.output, "a table file: " + " or ".join(TABLE_SUFFIXES),
+                             "a folder gives a table, not a page")
+    paths = captures_in(args.file)
+    if not paths:
+        raise ParameterError("file", args.file, "a capture, or a folder holding " + ", ".join(CAPTURE_SUFFIXES),
+                             "no capture in the folder")
+    frame = diagnose_files(paths, every_flow=args.all)
+    frame["capture"] = [os.path.relpath(c, args.file) for c in frame["capture"]]
+    if args.output:
+        try:
+            (frame.to_csv if args.output.lower().endswith(".csv") else frame.to_parquet)(args.output, index=False)
+        except OSError as exc:
+            print(f"tcplab diagnose: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    failed = frame[frame["error"].notna()]
+    done = frame[frame["error"].isna()]
+    if args.json:
+        print(frame.to_json(orient="records", indent=2))
+    else:
+        width = max(len("capture"), *(len(c) for c in frame["capture"]))
+        print(f"{'capture':<{width}}  {'flow':>4}  {'sender':<24} {'data':>10} {'duration':>10} {'goodput':>13}  diagnosis")
+        for r in done.itertuples():
+            goodput = format_rate(r.goodput_bps) if r.goodput_bps == r.goodput_bps else "-"
+            print(f"{r.capture:<{width}}  {int(r.flow):>4}  {r.sender:<24} {format_size(r.bytes):>10} "
+                  f"{format_duration(r.duration_s):>10} {goodput:>13}  {r.label}")
+        for r in failed.itertuples():
+            print(f"{r.capture:<{width}}  not diagnosed: {r.error}")
+        counts = Counter(done["label"])
+        print(f"{len(paths)} capture(s), {len(done)} flow(s): "
+              + ", ".join(f"{n} {label}" for label, n in counts.most_common())
+              + (f"; {len(failed)} capture(s) not diagnosed" if len(failed) else ""))
+        if args.output:
+            print(f"table written to {args.output}")
+    if done.empty:
+        return EXIT_BAD_INPUT
+    return EXIT_OK if (done["label"] != "undetermined").any() else EXIT_UNDETERMINED
 
 
 def diagnose_all(table) -> list:
