@@ -165,6 +165,7 @@ def test_handout_and_pdfs_have_every_case(live_report, pdf_tools):
         assert re.search(rf'<section [^>]*id="case-{case}"', html), case
         assert (reports / f"{case}.pdf").is_file() and pdf_pages(reports / f"{case}.pdf") >= 1, case
     assert pdf_pages(reports / "handout.pdf") >= len(CASES) + 2  # cover and summary, then the cases
+    assert pdf_pages(reports / "cheatsheet.pdf") == 1  # a sheet to pin up
     text = subprocess.run(["pdftotext", str(reports / "handout.pdf"), "-"], capture_output=True,
                           text=True).stdout
     assert "Path check" in text and "kernel min_rtt" in text
