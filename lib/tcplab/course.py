@@ -27,6 +27,18 @@ def available_cases(notebooks: Path = NOTEBOOKS) -> list[str]:
     return sorted(p.stem for p in notebooks.glob("*.ipynb") if _CASE_FILE.match(p.name))
 
 
+def case_number(case_id: str) -> str | None:
+    """The course's number of a case ("01" of ``01-send-buffer``), the one numbering of titles,
+    page headers, contents and cross-references; None for a case named otherwise."""
+    head = case_id.split("-", 1)[0]
+    return head if head.isdigit() else None
+
+
+def cases_named(name: str, cases: list[str]) -> list[str]:
+    """The cases ``name`` means: a whole id (``01-send-buffer``) or a number (``1``, ``01``)."""
+    return [c for c in cases if c == name or case_number(c) == name.zfill(2)]
+
+
 def select_cases(selection: str, notebooks: Path = NOTEBOOKS) -> list[str]:
     """``all`` or a comma list of numbers or names (``01,04`` or ``01-send-buffer``)."""
     cases = available_cases(notebooks)
@@ -34,7 +46,7 @@ def select_cases(selection: str, notebooks: Path = NOTEBOOKS) -> list[str]:
         return cases
     chosen = []
     for item in (x.strip() for x in selection.split(",") if x.strip()):
-        match = [c for c in cases if c == item or c.split("-", 1)[0] == item.zfill(2)]
+        match = cases_named(item, cases)
         if not match:
             raise ParameterError("CASES", item, "all, or numbers/names of: " + ", ".join(cases))
         chosen.extend(m for m in match if m not in chosen)

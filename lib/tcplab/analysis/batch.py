@@ -56,7 +56,7 @@ def _row(path, *, diagnosis=None, error: str | None = None) -> dict:
     row.update(capture=str(path), error=error)
     if diagnosis is not None:
         m = diagnosis.metrics
-        sender, receiver = (m.client, m.server) if m.data_dir == 0 else (m.server, m.client)
+        sender, receiver = m.data_endpoints
         row.update(flow=m.flow, sender=sender, receiver=receiver, bytes=m.payload_bytes, duration_s=m.transfer_s,
                    goodput_bps=m.goodput_bps, label=diagnosis.label,
                    share=dict(diagnosis.limits).get(diagnosis.label), summary=diagnosis.summary)

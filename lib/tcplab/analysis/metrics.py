@@ -133,6 +133,11 @@ class FlowMetrics:
     dup_ack_times: np.ndarray = field(repr=False)
     telemetry: pd.DataFrame | None = field(default=None, repr=False)
 
+    @property
+    def data_endpoints(self) -> tuple[str, str]:
+        """(sender, receiver) as ``address:port``: the flow's ends in its data direction."""
+        return (self.client, self.server) if self.data_dir == 0 else (self.server, self.client)
+
     def to_dict(self, *, tables: bool = False) -> dict[str, Any]:
         """Summary values (NaN as None); with ``tables``, the series as lists of records."""
         out: dict[str, Any] = {}

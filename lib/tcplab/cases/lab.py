@@ -92,7 +92,7 @@ class CaseLab:
                     f"and save them with `tcplab replay save {case_id}`")
             self._recorded = replay.read_index(self._replay)
             #: The recorded variants, which replay looks each label up in.
-            self._variants = VariantTable.read(case_id, self._replay)
+            self._variants = VariantTable.of_index(case_id, self._replay, self._recorded)
             self._backends = list(self._recorded["backends"])
         elif (self._case_runs / replay.INDEX).exists():
             # The index names what this execution of the case uses, so a variant a notebook

@@ -56,8 +56,12 @@ class VariantTable:
     @classmethod
     def read(cls, case: str, case_dir: str | os.PathLike) -> "VariantTable":
         """The table in ``case_dir``'s index (empty when there is none)."""
+        return cls.of_index(case, case_dir, replay.read_index(Path(case_dir)))
+
+    @classmethod
+    def of_index(cls, case: str, case_dir: str | os.PathLike, index: Mapping[str, Any]) -> "VariantTable":
+        """The table of an index already read from ``case_dir``."""
         case_dir = Path(case_dir)
-        index = replay.read_index(case_dir)
         return cls(case, case_dir, {label: case_dir / name for label, name in index["runs"].items()})
 
     @classmethod

@@ -187,9 +187,8 @@ def _diagnose_folder(args: argparse.Namespace) -> int:
         width = max(len("capture"), *(len(c) for c in frame["capture"]))
         print(f"{'capture':<{width}}  {'flow':>4}  {'sender':<24} {'data':>10} {'duration':>10} {'goodput':>13}  diagnosis")
         for r in done.itertuples():
-            goodput = format_rate(r.goodput_bps) if r.goodput_bps == r.goodput_bps else "-"
             print(f"{r.capture:<{width}}  {int(r.flow):>4}  {r.sender:<24} {format_size(r.bytes):>10} "
-                  f"{format_duration(r.duration_s):>10} {goodput:>13}  {r.label}")
+                  f"{format_duration(r.duration_s):>10} {_goodput(r.goodput_bps):>13}  {r.label}")
         for r in failed.itertuples():
             print(f"{r.capture:<{width}}  not diagnosed: {r.error}")
         counts = Counter(done["label"])
@@ -227,10 +226,9 @@ def _print_all(results: list, as_json: bool) -> int:
         print(f"{'flow':>4}  {'sender':<24} {'receiver':<24} {'data':>10} {'duration':>10} {'goodput':>13}  diagnosis")
         for r in results:
             m = r.metrics
-            sender, receiver = (m.client, m.server) if m.data_dir == 0 else (m.server, m.client)
-            goodput = format_rate(m.goodput_bps) if m.goodput_bps == m.goodput_bps else "-"
+            sender, receiver = m.data_endpoints
             print(f"{m.flow:>4}  {sender:<24} {receiver:<24} {format_size(m.payload_bytes):>10} "
-                  f"{format_duration(m.transfer_s):>10} {goodput:>13}  {r.label}")
+                  f"{format_duration(m.transfer_s):>10} {_goodput(m.goodput_bps):>13}  {r.label}")
         counts = Counter(r.label for r in results)
         print(f"{len(results)} flow(s): " + ", ".join(f"{n} {label}" for label, n in counts.most_common()))
     clear = any(r.label != "undetermined" for r in results)
@@ -250,11 +248,16 @@ def _print_flows(table, as_json: bool) -> int:
     return EXIT_OK
 
 
+def _goodput(bps: float) -> str:
+    """A flow's goodput as the lines print it; "-" where it has none (NaN)."""
+    return format_rate(bps) if bps == bps else "-"
+
+
 def _print_diagnosis(result) -> None:
     m = result.metrics
     arrow = "->" if m.data_dir == 0 else "<-"
     print(f"flow {m.flow}: {m.client} {arrow} {m.server}  ({format_size(m.payload_bytes)} in "
-          f"{format_duration(m.transfer_s)}, goodput {format_rate(m.goodput_bps) if m.goodput_bps == m.goodput_bps else '-'})")
+          f"{format_duration(m.transfer_s)}, goodput {_goodput(m.goodput_bps)})")
     print(f"diagnosis: {result.title}")
     for sentence in result.sentences:
         print(f"  - {sentence}")

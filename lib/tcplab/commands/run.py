@@ -150,10 +150,10 @@ def main(argv: Sequence[str]) -> int:
 
 def _table(case: str | None, runs_dir: str | None) -> "VariantTable":
     from ..cases.variants import VariantTable
-    from ..course import available_cases
+    from ..course import available_cases, cases_named
 
     cases = available_cases()
-    match = [c for c in cases if case is not None and (c == case or c.split("-", 1)[0] == case.zfill(2))]
+    match = cases_named(case, cases) if case is not None else []
     if len(match) != 1:
         raise ParameterError("--case", case, "a case number or name: " + ", ".join(cases))
     return VariantTable.latest(match[0], runs_dir=runs_dir)

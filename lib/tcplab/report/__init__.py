@@ -294,16 +294,7 @@ class _Rendering:
         except Exception as exc:  # noqa: BLE001 - a page that fails is recorded, not fatal
             report.render_errors.append(f"html: {type(exc).__name__}: {exc}")
             return
-        if "pdf" in self.formats:
-            try:
-                report.outputs["pdf"] = html_to_pdf(
-                    html_path, self.output_dir / f"{report.case_id}.pdf",
-                    chromium=self.chromium, timeout_s=self.pdf_timeout_s)
-            except (PdfError, OSError) as exc:
-                report.render_errors.append(f"pdf: {exc}")
-        if "html" not in self.formats:
-            # The page was only the PDF's source.
-            report.outputs.pop("html").unlink(missing_ok=True)
+        self._pdf(html_path, report.outputs, report.render_errors, "pdf: ")
 
     def handout(self, reports: list[CaseReport], sections: list[CaseSection]) -> ReportResult:
         backend = combine_backends(s.backend for r in reports for s in r.scores)
@@ -321,23 +312,27 @@ class _Rendering:
         except Exception as exc:  # noqa: BLE001
             result.render_errors.append(f"handout html: {type(exc).__name__}: {exc}")
             return result
-        self._pdf(html_path, result.handout, result.render_errors, "handout")
+        self._pdf(html_path, result.handout, result.render_errors, "handout pdf: ")
         case_ids = [s.case_id for s in sections]
         if cheatsheet_rows(context.messages(), case_ids):
-            sheet = write_cheatsheet(case_ids, self.output_dir / f"{CHEATSHEET_NAME}.html", context=context)
-            result.cheatsheet["html"] = sheet
-            self._pdf(sheet, result.cheatsheet, result.render_errors, "cheat sheet")
+            try:
+                result.cheatsheet["html"] = write_cheatsheet(case_ids, self.output_dir / f"{CHEATSHEET_NAME}.html",
+                                                             context=context)
+            except Exception as exc:  # noqa: BLE001 - as the handout's: recorded, not fatal
+                result.render_errors.append(f"cheat sheet html: {type(exc).__name__}: {exc}")
+                return result
+            self._pdf(result.cheatsheet["html"], result.cheatsheet, result.render_errors, "cheat sheet pdf: ")
         return result
 
-    def _pdf(self, html_path: Path, outputs: dict[str, Path], errors: list[str], what: str) -> None:
-        """``html_path``'s PDF beside it, where PDF was asked for; the HTML stays only where
-        HTML was asked for too."""
+    def _pdf(self, html_path: Path, outputs: dict[str, Path], errors: list[str], error_prefix: str) -> None:
+        """``html_path``'s PDF beside it, where PDF was asked for (a failure goes to ``errors``);
+        the HTML stays only where HTML was asked for too, else it was only the PDF's source."""
         if "pdf" in self.formats:
             try:
                 outputs["pdf"] = html_to_pdf(html_path, html_path.with_suffix(".pdf"),
                                              chromium=self.chromium, timeout_s=self.pdf_timeout_s)
             except (PdfError, OSError) as exc:
-                errors.append(f"{what} pdf: {exc}")
+                errors.append(f"{error_prefix}{exc}")
         if "html" not in self.formats:
             outputs.pop("html").unlink(missing_ok=True)
 

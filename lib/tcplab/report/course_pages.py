@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..course import case_number
 from ..files import write_atomically
 from ..words import Messages
 from .context import ReportContext
@@ -45,7 +46,7 @@ class Reference:
     @property
     def case_numbers(self) -> list[str]:
         """The numbers of the cases that use it (01 of 01-send-buffer)."""
-        return [case.split("-", 1)[0] for case in self.cases]
+        return [case_number(case) or case for case in self.cases]
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def cheatsheet_rows(t: Messages, case_ids: Iterable[str]) -> list[CheatRow]:
     rows = []
     for case_id in case_ids:
         if all(t.has(f"cheatsheet.{case_id}.{column}") for column in COLUMNS):
-            rows.append(CheatRow(case_id, case_id.split("-", 1)[0],
+            rows.append(CheatRow(case_id, case_number(case_id) or case_id,
                                  tuple(t(f"cheatsheet.{case_id}.{column}") for column in COLUMNS)))
     return rows
 

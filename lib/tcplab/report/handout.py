@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..course import case_number
 from ..files import write_atomically
 from .context import ReportContext
 from .course_pages import COLUMNS, Reference, cheatsheet_rows, cited_by
@@ -63,10 +64,7 @@ class CaseSection:
 
     @property
     def number(self) -> str | None:
-        """The course's number of the case ("01" of ``01-send-buffer``): the one numbering of
-        titles, headers, contents and cross-references; None for a case named otherwise."""
-        head = self.case_id.split("-", 1)[0]
-        return head if head.isdigit() else None
+        return case_number(self.case_id)
 
     @property
     def n_checks(self) -> int:

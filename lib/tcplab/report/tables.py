@@ -41,13 +41,16 @@ def _number(value: float) -> str:
     if float(value).is_integer():
         return _grouped(f"{value:.0f}")
     magnitude = abs(value)
-    # As many decimals as the value's size warrants: three significant digits at least below
-    # 1, two decimals to 100, one to 1000, none above; trailing zeros dropped.
-    decimals = 2 if magnitude >= 1 else max(2, 2 - math.floor(math.log10(magnitude)))
+    # As many decimals as the value's size warrants: none from 1000, one from 100, two from 1,
+    # and below 1 three significant digits at least; trailing zeros dropped.
     if magnitude >= 1000:
         decimals = 0
     elif magnitude >= 100:
         decimals = 1
+    elif magnitude >= 1:
+        decimals = 2
+    else:
+        decimals = max(2, 2 - math.floor(math.log10(magnitude)))
     text = f"{value:.{decimals}f}"
     if "." in text:
         text = text.rstrip("0").rstrip(".")
