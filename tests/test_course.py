@@ -2,6 +2,7 @@
 profile and its scored checks hold; the handout and PDFs have every case; the student
 edition carries no answers; every case renders again from its shipped replay data."""
 
+import html
 import json
 import os
 import re
@@ -18,8 +19,10 @@ from tcplab.commands.common import EXIT_BUSY
 from tcplab.lab import sysctl
 from tcplab.lab.kernels import ModeChoice, choose_mode
 from tcplab.lab.link import netem_available
+from tcplab.report import prose
 from tcplab.report.offline import find_remote_references
 from tcplab.units import ParameterError
+from tcplab.words import Messages
 
 
 def test_cases_are_found_in_course_order():
@@ -210,6 +213,35 @@ def test_every_case_renders_from_its_shipped_replay_data(replay_report):
     assert out.returncode == 0 and not failed, (failed, out.stderr[-3000:])
     html = (reports / "handout.html").read_text()
     assert "recorded earlier on Linux" in html and "replay of recorded runs" in html
+
+
+def _page_text(path: Path) -> str:
+    """A rendered page's words, as a reader sees them: no tags, one space between words."""
+    text = html.unescape(re.sub(r"<[^>]+>", " ", path.read_text()))
+    return " ".join(text.split())
+
+
+@pytest.mark.slow
+def test_bound_sentences_on_the_pages_are_their_runs(replay_report):
+    """Every sentence that states a run's numbers is on its page, each number written from the
+    value the run produced (in the house units), and the sentence is its template filled with
+    exactly those numbers: a page cannot state a measured number its run did not produce."""
+    out, reports = replay_report
+    assert out.returncode == 0, out.stderr[-3000:]
+    t, said = Messages("en"), {}
+    for case in CASES:
+        nb = nbformat.read(reports / f"{case}.ipynb", as_version=4)
+        page = _page_text(reports / f"{case}.html")
+        for sentence in prose.said_in(nb):
+            fields = sentence["fields"]
+            for name, field in fields.items():
+                if field["kind"] != "word":
+                    assert field["text"] == str(prose.Quantity(field["value"], field["kind"])), (case, name, field)
+            assert sentence["text"] == t(sentence["key"], **{k: f["text"] for k, f in fields.items()})
+            assert " ".join(sentence["text"].replace("`", " ").split()) in " ".join(page.split()), (case, sentence["text"])
+            said.setdefault(case, []).append(sentence["key"])
+    # The cases whose "What this kernel does differently" states this run's numbers.
+    assert {"01-send-buffer", "02-receive-buffer", "03-bdp-sweep", "05-zero-window", "07-window-scaling"} <= set(said), said
 
 
 def _comparable(summary: dict) -> dict:

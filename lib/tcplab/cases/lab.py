@@ -330,6 +330,13 @@ class CaseLab:
         publish(self.case_id, title, checks, backend=self.backend, mode=self.mode, environment=self.environment(),
                 runs_read=runs_read, disturbed=disturbed)
 
+    def say(self, name: str, **values: Any) -> None:
+        """Show one of this case's sentences (``prose.<case>.<name>``) with this run's values:
+        how a page states a measured number (:mod:`tcplab.report.prose`)."""
+        from ..report.prose import say
+
+        say(self.case_id, name, **values)
+
     def health(self) -> tuple[int, list[str]]:
         """How many of the variants and measurements read so far carry a health reading, and
         why the machine disturbed any of them ("label: reason")."""

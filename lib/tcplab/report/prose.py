@@ -1,0 +1,172 @@
+"""Sentences that state a run's numbers: the text is static, the numbers come from the run.
+
+A case page may state a measured number only where its own run produced it. Its static
+Markdown therefore holds theory, seed and kernel facts; a sentence with a measured number is a
+string keyed ``prose.<case>.<name>`` (``strings/<language>.json``, so it can be translated)
+filled in by :func:`say` from the run's values, each given as a :class:`Quantity` so that one
+formatter writes every unit (sizes in KB = 1024 B, rates decimal)::
+
+    lab.say("peak_w", peak=size(table.loc[slow.label, "peak w"]), tb=size(2 * small_b))
+
+The output carries the sentence as Markdown for readers and, under :data:`MIME_TYPE`, the
+key and every value with its text, so a test can hold each number on the page to the value
+it came from (``tests/test_prose.py``). A comparison between runs is not a sentence but a
+scored check (``report.scores``): a run that contradicts it fails visibly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import numbers
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..units import format_byte_rate, format_duration, format_rate, format_size
+from ..words import Messages
+from .tables import GAP, cell_text
+
+__all__ = ["MIME_TYPE", "Quantity", "size", "byte_count", "duration", "rate", "byte_rate", "count", "percent", "times",
+           "sentence", "say", "said_in", "STATIC_KINDS", "NUMBER_WITH_UNIT", "static_numbers",
+           "declared_kinds", "undeclared_numbers"]
+
+MIME_TYPE = "application/vnd.tcplab.prose+json"
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A run's value and what kind of quantity it is, which decides how it is written."""
+
+    value: float | None
+    kind: str  # one of _WRITERS
+
+    def __post_init__(self) -> None:
+        if self.kind not in _WRITERS:
+            raise ValueError(f"kind must be one of {', '.join(_WRITERS)}, got {self.kind!r}")
+        value = self.value
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            value = float(value)
+            object.__setattr__(self, "value", value if math.isfinite(value) else None)
+        elif value is not None:
+            raise TypeError(f"a quantity is a number, got {value!r}")
+
+    def __str__(self) -> str:
+        return GAP if self.value is None else _WRITERS[self.kind](self.value)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "kind": self.kind, "text": str(self)}
+
+
+_WRITERS = {
+    "size": format_size,                     # bytes, KB = 1024 B
+    "bytes": lambda v: f"{cell_text(round(v))} B",  # bytes to the byte: windows, segments
+    "duration": format_duration,             # seconds
+    "rate": format_rate,                     # bit/s, decimal
+    "byte_rate": format_byte_rate,           # bytes/s, decimal (MB/s = 10⁶ B/s)
+    "count": cell_text,                      # a plain number: segments, packets, probes
+    "percent": lambda v: f"{cell_text(round(100 * v, 1))} %",  # from a fraction
+    "times": lambda v: f"{cell_text(round(v, 2))} ×",         # a ratio
+}
+
+
+def size(value: Any) -> Quantity:
+    return Quantity(value, "size")
+
+
+def byte_count(value: Any) -> Quantity:
+    """Bytes written to the byte, where a window's exact size matters (8 688 B)."""
+    return Quantity(value, "bytes")
+
+
+def duration(value: Any) -> Quantity:
+    return Quantity(value, "duration")
+
+
+def rate(value: Any) -> Quantity:
+    return Quantity(value, "rate")
+
+
+def byte_rate(value: Any) -> Quantity:
+    return Quantity(value, "byte_rate")
+
+
+def count(value: Any) -> Quantity:
+    return Quantity(value, "count")
+
+
+def percent(fraction: Any) -> Quantity:
+    return Quantity(fraction, "percent")
+
+
+def times(ratio: Any) -> Quantity:
+    return Quantity(ratio, "times")
+
+
+def sentence(case_id: str, name: str, values: Mapping[str, Any], *, language: str | None = None) -> tuple[str, dict]:
+    """The filled-in sentence and the data behind it. Values that are not quantities (a
+    variant's label, a congestion control's name) are words, written as they are."""
+    key = f"prose.{case_id}.{name}"
+    t = Messages(language)
+    if not t.has(key):
+        raise KeyError(f"no sentence {key!r} in the strings")
+    fields = {k: v.to_json() if isinstance(v, Quantity) else {"value": None, "kind": "word", "text": str(v)}
+              for k, v in values.items()}
+    text = t(key, **{k: f["text"] for k, f in fields.items()})
+    return text, {"key": key, "fields": fields, "text": text}
+
+
+def say(case_id: str, name: str, *, language: str | None = None, **values: Any) -> None:
+    """Show one bound sentence (Markdown) and leave its values in the notebook."""
+    from IPython.display import display  # only where a notebook runs
+
+    text, data = sentence(case_id, name, values, language=language)
+    display({"text/markdown": text, "text/plain": text, MIME_TYPE: data}, raw=True)
+
+
+def said_in(nb: Any) -> list[dict]:
+    """Every bound sentence an executed notebook shows, in cell order."""
+    found = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            data = (output.get("data") or {}).get(MIME_TYPE)
+            if data is not None:
+                found.append(data)
+    return found
+
+
+# --- what static prose may state --------------------------------------------------------------
+
+#: What a notebook's static Markdown may state with numbers: theory (a formula applied to the
+#: case's parameters), a seed's figure, a fact of the kernel's source or defaults, the case's
+#: setup (its parameters). A measured number is none of these: it goes through :func:`say`.
+STATIC_KINDS = ("theory", "seed", "kernel", "setup")
+
+#: A number followed by a unit: what a reader takes for a quantity.
+NUMBER_WITH_UNIT = re.compile(
+    r"(?<![\w.])\d[\d\u202f ,.]*\s?(?:%|ms|µs|s\b|KB|MB|GB|Mbit/s|Gbit/s|kbit/s|MB/s|KB/s|B\b|bytes|×|segments|"
+    r"round trips|packets|probes)")
+
+
+def static_numbers(source: str) -> list[str]:
+    """The quantities a piece of static prose states (numbers with a unit)."""
+    return [m.strip() for m in NUMBER_WITH_UNIT.findall(source)]
+
+
+def declared_kinds(cell: Any) -> tuple[str, ...]:
+    """What a Markdown cell's author declared its numbers to be (cell metadata
+    ``tcplab.states``); empty when undeclared."""
+    return tuple((cell.get("metadata", {}).get("tcplab") or {}).get("states") or ())
+
+
+def undeclared_numbers(nb: Any) -> list[tuple[str, list[str]]]:
+    """Markdown cells that state quantities without saying what kind of fact they are, or
+    with a kind that is not one of :data:`STATIC_KINDS`: (cell id, the quantities)."""
+    found = []
+    for cell in nb.cells:
+        if cell.get("cell_type") != "markdown":
+            continue
+        numbers_stated = static_numbers(cell.source)
+        kinds = declared_kinds(cell)
+        if numbers_stated and (not kinds or any(k not in STATIC_KINDS for k in kinds)):
+            found.append((cell.get("id", "?"), numbers_stated))
+    return found

@@ -1,0 +1,96 @@
+"""A page states a measured number only where its own run produced it.
+
+Two halves: the course's static prose (notebook Markdown and the ``prose.*`` sentence
+templates) states no quantity it has not declared as theory, seed, kernel fact or setup; and
+a bound sentence writes exactly the values it was given, each in the house units. The rendered
+course is held to its runs in ``tests/test_course.py``
+(``test_bound_sentences_on_the_pages_are_their_runs``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import nbformat
+import pytest
+
+from tcplab import course
+from tcplab.report import prose
+from tcplab.words import Messages, _load
+
+
+@pytest.mark.parametrize("case", course.available_cases())
+def test_static_prose_declares_every_quantity_it_states(case):
+    nb = nbformat.read(course.NOTEBOOKS / f"{case}.ipynb", as_version=4)
+    undeclared = prose.undeclared_numbers(nb)
+    assert not undeclared, (
+        f"{case}: Markdown cells state quantities without declaring them (cell metadata tcplab.states, "
+        f"one or more of {prose.STATIC_KINDS}); a measured number goes through lab.say: {undeclared}")
+
+
+def test_sentence_templates_hold_no_quantity_of_their_own():
+    """Every number in a bound sentence is a field: a template that wrote one itself would
+    state it whatever the run measured."""
+    templates = {k: v for k, v in _load("en").items() if k.startswith("prose.")}
+    assert templates, "no bound sentences in the strings"
+    for key, text in templates.items():
+        assert not prose.static_numbers(re.sub(r"\{[^}]*\}", "", text)), (key, text)
+
+
+def test_every_sentence_a_notebook_says_exists_with_the_fields_it_fills():
+    """Each ``lab.say(name, field=...)`` call names a template that exists, and gives it exactly
+    the fields it uses: a typo would otherwise show up only when the page rendered."""
+    t = Messages("en")
+    calls = 0
+    for case in course.available_cases():
+        nb = nbformat.read(course.NOTEBOOKS / f"{case}.ipynb", as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            for call in re.finditer(r'lab\.say\("(\w+)",(.*?)\)\s*$', cell.source, re.S | re.M):
+                calls += 1
+                key = f"prose.{case}.{call.group(1)}"
+                assert t.has(key), key
+                given = set(re.findall(r"\b(\w+)=prose\.|\b(\w+)=(?!prose)", call.group(2)))
+                given = {a or b for a, b in given}
+                wanted = set(re.findall(r"\{(\w+)\}", t(key)))
+                assert wanted <= given, (key, wanted - given)
+    assert calls >= 10
+
+
+def test_a_bound_sentence_writes_its_values_in_the_house_units():
+    text, data = prose.sentence("02-receive-buffer", "upload", {"rtt": prose.duration(0.04), "took": prose.duration(1.8)})
+    assert text == "In this run the 40 ms upload took 1.8 s."
+    assert data["key"] == "prose.02-receive-buffer.upload" and data["text"] == text
+    assert data["fields"]["took"] == {"value": 1.8, "kind": "duration", "text": "1.8 s"}
+    assert str(prose.size(96256)) == "94 KB"                 # buffers: KB = 1024 B
+    assert str(prose.byte_count(8688)) == "8\u202f688 B"       # a window, to the byte
+    assert str(prose.byte_rate(1.93e6)) == "1.93 MB/s"       # rates: decimal
+    assert str(prose.rate(95e6)) == "95 Mbit/s"
+    assert str(prose.percent(0.994)) == "99.4 %"
+    assert str(prose.times(1.6949)) == "1.69 ×"
+    # A value the run could not measure is a gap, never "nan".
+    assert str(prose.size(math.nan)) == "—" and prose.size(math.nan).to_json()["value"] is None
+    json.dumps(data)  # what the notebook keeps must be JSON
+
+
+def test_bad_sentences_are_refused():
+    with pytest.raises(KeyError, match="prose.01-send-buffer.nonexistent"):
+        prose.sentence("01-send-buffer", "nonexistent", {})
+    with pytest.raises(ValueError, match="kind"):
+        prose.Quantity(1.0, "furlongs")
+    with pytest.raises(TypeError):
+        prose.size("16KB")
+
+
+def test_an_undeclared_quantity_in_static_prose_is_found():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("In our runs the upload took 1.8 s."),
+                nbformat.v4.new_markdown_cell("The path has a 40 ms round trip."),
+                nbformat.v4.new_markdown_cell("No quantity here, only `tcp_rmem[2]`.")]
+    nb.cells[1].metadata["tcplab"] = {"states": ["setup"]}
+    assert prose.undeclared_numbers(nb) == [(nb.cells[0].id, ["1.8 s"])]
+    nb.cells[1].metadata["tcplab"] = {"states": ["measured"]}  # not a kind static prose may state
+    assert [cell_id for cell_id, _ in prose.undeclared_numbers(nb)] == [nb.cells[0].id, nb.cells[1].id]
