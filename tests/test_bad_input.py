@@ -1,5 +1,5 @@
 """The bad-input matrix: every way in (``tcplab run --set``, ``tcplab lab``, ``tcplab report``,
-``make report``, ``tcplab diagnose``, a notebook's parameters through papermill ``-p``) refuses
+``make report``, ``tcplab diagnose``, ``tcplab grade``, a notebook's parameters through papermill ``-p``) refuses
 a bad value with the parameter's name and what it accepts, exits with the bad-input code,
 and touches nothing: no run record, no report directory, and (the autouse fixture of
 conftest.py) no namespace, qdisc, iptables rule, sysctl or process. The README's table of
@@ -34,6 +34,17 @@ def _not_a_capture(tmp: Path) -> Path:
     return path
 
 
+def _a_worksheet(tmp: Path, name: str, prediction: str) -> str:
+    """A student's case notebook, not executed, whose worksheet predicts one check as written."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('case_id = "01-send-buffer"', metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(f'predictions = {{"getsockopt after SO_SNDBUF 16KB": {prediction}}}',
+                                          metadata={"tags": ["worksheet"]})]
+    path = tmp / f"{name}.ipynb"
+    nbformat.write(nb, str(path))
+    return str(path)
+
+
 # (surface, arguments, the parameter named, a piece of what it accepts)
 MATRIX = [
     ("run", ["bulk", "--set", "rtt=-5ms"], "rtt", "from 0 ms to 20 s"),
@@ -58,7 +69,7 @@ MATRIX = [
     ("run", ["teleport"], "WORKLOAD", "one of bulk"),
     ("run", ["--case", "99", "--variant", "unset"], "--case", "a case number or name"),
     # The case's variant table: the shipped replay data's runs, named as a runs folder.
-    ("run", ["--case", "01", "--variant", "sndbuf-1KB", "--runs-dir", "{replay}"], "--variant", "one of sndbuf-16KB,"),
+    ("run", ["--case", "01", "--variant", "sndbuf-1KB", "--runs-dir", "{replay}"], "--variant", "sndbuf-16KB, sndbuf-16KB-cubic,"),
     ("run", ["--case", "01", "--variant", "unset", "--runs-dir", "{replay}", "--set", "rtt=-5ms"], "rtt",
      "from 0 ms to 20 s"),
     ("run", ["bulk", "--case", "01", "--variant", "unset"], "WORKLOAD", "none with --variant"),
@@ -80,6 +91,8 @@ MATRIX = [
     ("diagnose", ["{capture}", "--flow", "99"], "--flow", "a flow number from 0"),
     ("diagnose", ["{capture}", "--t-range", "5:1"], "--t-range", "A < B"),
     ("diagnose", ["{capture}", "--t-range", "soon"], "--t-range", "A:B in seconds"),
+    ("grade", ["{code_worksheet}"], "NOTEBOOK", "one code cell tagged \"worksheet\" holding only predictions"),
+    ("grade", ["{worksheet}", "--scores", "/nonexistent/summary.json"], "--scores", "the summary.json that tcplab"),
     ("papermill", ["00-path-check", "rtt", "-5ms"], "rtt", "from 0 ms to 20 s"),
     ("papermill", ["00-path-check", "profile", "huge"], "profile", "one of quick, full"),
     ("papermill", ["03-bdp-sweep", "mode", "sometimes"], "mode", "one of auto, live, replay"),
@@ -101,6 +114,11 @@ def _command(surface: str, args: list[str], tmp: Path) -> list[str]:
     if surface == "diagnose":
         fill = {"capture": str(_a_capture()), "not_a_capture": str(_not_a_capture(tmp))}
         args = [a.format(**fill) for a in args]
+    if surface == "grade":
+        fill = {"worksheet": _a_worksheet(tmp, "student", "32768"),
+                "code_worksheet": _a_worksheet(tmp, "sly", 'os.system("id")')}
+        # -o: into the folder the test checks was never made.
+        return [TCPLAB, surface, *(a.format(**fill) for a in args), "-o", reports]
     if surface == "run":
         args = [a.format(replay=ROOT / "data" / "replay") for a in args]
     return [TCPLAB, surface, *args]
@@ -137,5 +155,5 @@ def test_bad_input_is_refused_by_name_with_what_is_accepted_and_touches_nothing(
 
 def test_the_matrix_covers_every_surface_and_enough_inputs():
     surfaces = {m[0] for m in MATRIX}
-    assert surfaces == {"run", "lab", "report", "make", "diagnose", "papermill"} and len(MATRIX) >= 25
+    assert surfaces == {"run", "lab", "report", "make", "diagnose", "grade", "papermill"} and len(MATRIX) >= 25
     assert len({json.dumps(m[:2]) for m in MATRIX}) == len(MATRIX)  # no input twice

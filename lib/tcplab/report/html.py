@@ -131,6 +131,17 @@ def _postprocess(cells_html: str, id_prefix: str) -> tuple[str, list[str]]:
     return str(soup), removed
 
 
+def _as_shown(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A worksheet cell becomes its box (the page hides code, and a student needs the questions
+    and room to answer); every other cell stays as it is."""
+    from .grading import WORKSHEET_TAG, worksheet_box
+
+    if cell.get("cell_type") != "code" or WORKSHEET_TAG not in cell.get("metadata", {}).get("tags", []):
+        return cell
+    box = worksheet_box(cell.source)
+    return cell if box is None else nbformat.v4.new_markdown_cell(box, id=cell.get("id"))
+
+
 def render_cells(nb: nbformat.NotebookNode | str | Path, *, edition: str = "instructor",
                  id_prefix: str = "", base_dir: str | Path | None = None) -> RenderedCells:
     """The cells of ``nb`` as the given edition shows them, code hidden, offline-safe.
@@ -141,7 +152,7 @@ def render_cells(nb: nbformat.NotebookNode | str | Path, *, edition: str = "inst
     if base_dir is None and isinstance(nb, (str, Path)):
         base_dir = Path(nb).parent
     nb = apply_edition(load_notebook(nb), edition)
-    nb.cells = [c for c in nb.cells
+    nb.cells = [_as_shown(c) for c in nb.cells
                 if _PAPERMILL_MARKER_TAG not in c.get("metadata", {}).get("tags", [])]
     resources = {"metadata": {"path": str(base_dir or "."), "name": "notebook"}}
     body, res = _exporter().from_notebook_node(nb, resources=resources)

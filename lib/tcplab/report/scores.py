@@ -17,11 +17,18 @@ The JSON payload (``schema`` = :data:`SCHEMA`)::
      "passed": bool, "n_checks": int, "n_passed": int,
      "checks": [{"name": str, "predicted": number|str|bool|null,
                  "measured": number|str|bool|null, "unit": str,
-                 "rule": str, "passed": bool}, ...],
+                 "rule": str, "passed": bool,
+                 "tolerance": number|null, "relative": bool}, ...],
      "machine": {"runs": int, "disturbed": [str, ...]}}
 
 ``machine`` (optional): of the live runs behind the checks, how many carried a health reading
 and why any of them counts as disturbed by the machine (``observe.health``).
+
+A check's ``tolerance`` and ``relative`` are optional (same schema; payloads without them
+read as ``null`` and ``true``): the margin its rule allows, so that grading a student's
+prediction (:mod:`.grading`) uses the case's own margin. :func:`within` sets it (a fraction
+when ``relative``, else in the check's unit), :func:`equals` sets 0 (exact); :func:`at_least`,
+:func:`at_most` and :func:`check` have none. It never changes a check's verdict.
 
 Non-finite numbers are stored as ``null`` (JSON has no NaN) and such a check fails.
 """
@@ -84,11 +91,17 @@ class Check:
     unit: str = ""
     rule: str = ""
     passed: bool = False
+    #: The margin the rule allows (a fraction when ``relative``, else in ``unit``); None for a
+    #: bound or a verdict of the notebook's own. Grading uses it; the verdict above does not.
+    tolerance: float | None = None
+    relative: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "predicted", _plain(self.predicted))
         object.__setattr__(self, "measured", _plain(self.measured))
         object.__setattr__(self, "passed", bool(self.passed))
+        object.__setattr__(self, "tolerance", _number(self.tolerance))
+        object.__setattr__(self, "relative", bool(self.relative))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,6 +112,8 @@ class Check:
             name=str(data["name"]), predicted=data.get("predicted"),
             measured=data.get("measured"), unit=str(data.get("unit", "")),
             rule=str(data.get("rule", "")), passed=bool(data.get("passed", False)),
+            # Absent in payloads written before grading existed: no margin, as for a bound.
+            tolerance=data.get("tolerance"), relative=bool(data.get("relative", True)),
         )
 
 
@@ -120,7 +135,7 @@ def within(name: str, predicted: Any, measured: Any, tolerance: float, *, unit: 
         allowed = tolerance
         rule = t("rule.within_absolute", tolerance=format_value(float(tolerance), unit))
     passed = p is not None and m is not None and allowed is not None and abs(m - p) <= allowed
-    return Check(name, predicted, measured, unit, rule, passed)
+    return Check(name, predicted, measured, unit, rule, passed, tolerance=tolerance, relative=relative)
 
 
 def at_least(name: str, measured: Any, minimum: Any, *, unit: str = "",
@@ -150,7 +165,8 @@ def equals(name: str, predicted: Any, measured: Any, *, unit: str = "",
     """Passes when the two values are equal, e.g. a predicted bottleneck name."""
     rule = Messages(language)("rule.equals")
     p, m = _plain(predicted), _plain(measured)
-    return Check(name, predicted, measured, unit, rule, p is not None and p == m)
+    return Check(name, predicted, measured, unit, rule, p is not None and p == m,
+                 tolerance=0.0, relative=False)
 
 
 def check(name: str, passed: bool, *, predicted: Any = None, measured: Any = None,
