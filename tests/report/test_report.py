@@ -122,3 +122,20 @@ def test_a_busy_case_is_not_a_failure_and_is_named(statuses, none_failed, busy):
     result = ReportResult([CaseReport(f"c{i}", "t", s) for i, s in enumerate(statuses)], ReportContext())
     assert result.none_failed is none_failed and result.busy == busy
     assert not result.all_passed or statuses == ["passed", "passed"]
+
+
+def test_render_only_pages_say_how_their_numbers_were_made(built, tmp_path):
+    """Rendered again, the pages keep the mode and profile of the run that executed the
+    notebooks (its summary.json), not a default: replayed numbers never read "mode: live"."""
+    import json
+    import shutil
+
+    _, reports = built
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    shutil.copy(reports / "alpha.ipynb", executed)
+    (executed / "summary.json").write_text(json.dumps({"mode": "replay", "profile": "full"}))
+    result = render_only(["alpha"], reports_dir=executed, output_dir=tmp_path / "out", formats=("html",), progress=False)
+    page = (tmp_path / "out" / "handout.html").read_text(encoding="utf-8")
+    assert "replay of recorded runs" in page and "full" in page and "mode: live" not in page
+    assert result["alpha"].status == "passed"

@@ -24,7 +24,8 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="tcplab report",
                                      description="Run the course's case notebooks and render reports/.")
     parser.add_argument("--cases", default=None, help="all, or e.g. 00,01,04 (default: all)")
-    parser.add_argument("--profile", default="quick", choices=PROFILES)
+    parser.add_argument("--profile", default=None, choices=PROFILES,
+                        help="quick (default) or full; with --render-only, the one the notebooks ran with")
     parser.add_argument("--edition", default="instructor", choices=("student", "instructor"))
     parser.add_argument("--mode", default="auto", choices=MODE_CHOICES)
     parser.add_argument("--kernel", default="auto", choices=KERNELS,
@@ -73,11 +74,13 @@ def main(argv: Sequence[str]) -> int:
         cases = shard.pick(cases)
     # Refused before the reports folder is made: live mode where no kernel can run the lab.
     mode = None if args.render_only else choose_mode(args.mode, args.kernel, parameter="MODE")
+    if not args.render_only:
+        args.profile = args.profile or "quick"
     args.reports_dir.mkdir(parents=True, exist_ok=True)
     if args.render_only:
         result = report.render_only(cases, reports_dir=args.reports_dir, output_dir=args.output_dir,
                                     notebooks_dir=args.notebooks_dir,
-                                    edition=args.edition, formats=formats, profile=args.profile)
+                                    edition=args.edition, formats=formats, profile=args.profile)  # None: as recorded
     else:
         part = f", shard {shard.label}" if shard else ""
         print(f"tcplab report: {len(cases)} case(s){part}, profile {args.profile}, edition {args.edition}, "

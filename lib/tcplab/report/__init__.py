@@ -13,18 +13,21 @@ the other cases go on. A page that fails to render is recorded the same way.
 Modules, one job each: :mod:`.scores` (what notebooks publish), :mod:`.execute`
 (papermill), :mod:`.editions` (student/instructor by cell tags), :mod:`.html`
 (nbconvert, page), :mod:`.offline` (KaTeX, no network), :mod:`.pdf` (chromium),
-:mod:`.handout` (the combined document), :mod:`tcplab.words` (the words, translatable).
+:mod:`.handout` (the combined document), :mod:`.grading` (students' predictions against a
+case's scores, ``tcplab grade``), :mod:`tcplab.words` (the words, translatable).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..course import NOTEBOOKS
+from ..course import NOTEBOOKS, PROFILES
+from ..lab.kernels import MODES
 from ..files import write_atomically
 from ..units import ParameterError
 from .context import ReportContext, combine_backends, combine_kernels
@@ -394,6 +397,19 @@ def build_report(
     return rendering.handout(reports, sections)
 
 
+def _recorded_run(reports_dir: Path) -> dict:
+    """What the run that executed a reports folder's notebooks said about itself (mode,
+    profile), from its ``summary.json``; empty when there is none or it cannot be read."""
+    from .shards import SUMMARY  # shards reads reports as this package writes them
+
+    try:
+        summary = json.loads((reports_dir / SUMMARY).read_text())
+    except (OSError, ValueError):
+        return {}
+    accepted = {"mode": MODES, "profile": PROFILES}
+    return {k: summary[k] for k, values in accepted.items() if isinstance(summary, dict) and summary.get(k) in values}
+
+
 def render_only(
     cases: Iterable[str | Path | Case],
     *,
@@ -402,7 +418,7 @@ def render_only(
     notebooks_dir: str | Path | None = None,
     profile: str | None = None,
     edition: str = "instructor",
-    mode: str = "live",
+    mode: str | None = None,
     formats: Iterable[str] = FORMATS,
     progress: bool = True,
     backend: str | None = None,
@@ -416,9 +432,14 @@ def render_only(
 
     Pages go to ``output_dir`` (default: ``reports_dir``), e.g. to keep a student
     edition beside the instructor one. A notebook that stopped at an error is shown
-    as failed with that error; a missing one as a case that did not run.
+    as failed with that error; a missing one as a case that did not run. ``mode`` and
+    ``profile`` default to what the run that executed the notebooks recorded
+    (``summary.json``): the pages say how their numbers were made, not how they are rendered.
     """
     reports_dir = Path(reports_dir)
+    recorded = _recorded_run(reports_dir)
+    mode = mode or recorded.get("mode") or "live"
+    profile = profile or recorded.get("profile")
     output_dir = Path(output_dir) if output_dir is not None else reports_dir
     formats = _check_formats(formats, chromium)
     context = ReportContext(edition=check_edition(edition), mode=mode, backend=backend,
