@@ -244,6 +244,53 @@ def test_bound_sentences_on_the_pages_are_their_runs(replay_report):
     assert {"01-send-buffer", "02-receive-buffer", "03-bdp-sweep", "05-zero-window", "07-window-scaling"} <= set(said), said
 
 
+@pytest.mark.slow
+def test_a_filled_in_worksheet_is_graded_against_its_run(replay_report, tmp_path):
+    """A student's copy of case 01, predictions written into its worksheet cell, graded against
+    the course's run of that case: right, wrong and missing as the case's checks decide."""
+    out, reports = replay_report
+    nb = nbformat.read(reports / "01-send-buffer.ipynb", as_version=4)
+    (cell,) = [c for c in nb.cells if "worksheet" in c.metadata.get("tags", [])]
+    cell.source = ("predictions = {\n"
+                   "    'getsockopt after SO_SNDBUF 16KB': 32768,           # B: the doubled request\n"
+                   "    'getsockopt after 256KB, wmem_max 131071': 524288,  # B: forgot the clamp\n"
+                   "    '16KB bbr: burst spacing between 1 and 2 RTT': None,\n"
+                   "}\n")
+    for c in nb.cells:  # a student hands in the notebook as released: no outputs
+        if c.cell_type == "code":
+            c.outputs, c.execution_count = [], None
+    student = tmp_path / "ada.ipynb"
+    nbformat.write(nb, student)
+    graded = subprocess.run([sys.executable, "-m", "tcplab.commands", "grade", str(student), "--scores",
+                             str(reports / "summary.json"), "-o", str(tmp_path / "grades")],
+                            capture_output=True, text=True, timeout=120)
+    assert graded.returncode == 0, graded.stderr
+    verdicts = {i["check"]: i["verdict"] for i in json.loads((tmp_path / "grades" / "ada.grade.json").read_text())["items"]}
+    assert verdicts == {"getsockopt after SO_SNDBUF 16KB": "right", "getsockopt after 256KB, wmem_max 131071": "wrong",
+                        "16KB bbr: burst spacing between 1 and 2 RTT": "missing"}
+
+
+@pytest.mark.slow
+def test_every_case_asks_before_it_tells(replay_report, tmp_path):
+    """Each case page shows its worksheet before its theory, a box per prediction with room to
+    write; the student edition leaves out what the exercises ask students to find out."""
+    out, reports = replay_report
+    student = tmp_path / "student"
+    rendered = subprocess.run([sys.executable, "-m", "tcplab.commands", "report", "--render-only", "--edition", "student",
+                               "--formats", "html", "--reports-dir", str(reports), "--output-dir", str(student)],
+                              capture_output=True, text=True, timeout=600)
+    assert rendered.returncode == 0, rendered.stderr[-2000:]
+    for case in CASES:
+        for page in (reports / f"{case}.html", student / f"{case}.html"):
+            text = page.read_text()
+            box = text.find('class="tcplab-table tcplab-worksheet"')
+            theory = min(i for i in (text.find("What theory predicts"), text.find("What we expect")) if i >= 0)
+            assert 0 <= box < theory, (case, page)
+            assert 'class="tcplab-answer"></td>' in text, (case, page)  # an empty box to write in
+        assert ("What this kernel does differently" in (reports / f"{case}.html").read_text()) == (case != "00-path-check")
+        assert "What this kernel does differently" not in (student / f"{case}.html").read_text(), case
+
+
 def _comparable(summary: dict) -> dict:
     """What a report says, without where and how long: per case its status and checks."""
     return {"context": [summary[k] for k in ("mode", "profile", "edition", "backend", "kernel")],

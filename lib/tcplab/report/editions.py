@@ -1,9 +1,12 @@
 """Student and instructor editions of one single-source notebook, chosen by cell tags.
 
-A notebook is written once. Cells tagged ``answer`` hold worked answers, and a cell
-tagged ``prediction`` may show what the instructor expects before the measurement; the
-student edition drops the former and the latter's outputs, so students still make
-their own predictions. The tags ``remove-cell`` and ``remove-output`` (the common
+A notebook is written once. Cells tagged ``answer`` hold worked answers, a cell tagged
+``prediction`` may show what the instructor expects before the measurement, and cells tagged
+``instructor`` ("What this kernel does differently") explain what several exercises ask the
+student to find out; the student edition drops the first and the last, and the outputs of the
+second, and of exercise cells (tagged ``exercise``: they run an exercise, and their
+plots answer it), so students still make their own predictions (in the worksheet before the theory:
+:mod:`.grading`). The tags ``remove-cell`` and ``remove-output`` (the common
 Jupyter Book spelling) apply to both editions, for set-up cells whose output helps no
 reader.
 """
@@ -23,8 +26,8 @@ EDITIONS = ("student", "instructor")
 
 #: edition -> (cell tags removed whole, cell tags whose outputs are removed)
 EDITION_TAGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "student": (frozenset({"answer", "remove-cell"}),
-                frozenset({"prediction", "remove-output"})),
+    "student": (frozenset({"answer", "instructor", "remove-cell"}),
+                frozenset({"prediction", "exercise", "remove-output"})),
     "instructor": (frozenset({"remove-cell"}), frozenset({"remove-output"})),
 }
 
