@@ -139,3 +139,19 @@ def test_render_only_pages_say_how_their_numbers_were_made(built, tmp_path):
     page = (tmp_path / "out" / "handout.html").read_text(encoding="utf-8")
     assert "replay of recorded runs" in page and "full" in page and "mode: live" not in page
     assert result["alpha"].status == "passed"
+
+
+def test_handout_contents_give_the_page_each_case_begins_on(built, pdf_tools):
+    """The printed contents carry page numbers, and each is the page on which that case's
+    running header first appears (two passes: print, read the pages, print again)."""
+    result, _ = built
+    pages = [p for p in pdf_text(result.handout["pdf"]).split("\f")]
+    contents = next(p for p in pages if "Contents" in p)
+    for index, title in enumerate(["Fixture case: slow start", "Failing fixture 失败的案例", "Fixture case: slow start"], 1):
+        header = re.sub(r"\s+", "", f"Case {index} · {title}")
+        begins = next(n for n, p in enumerate(pages, 1)
+                      if re.sub(r"\s+", "", next((ln for ln in p.splitlines() if ln.strip()), "")).startswith(header))
+        line = next(ln for ln in contents.splitlines() if re.sub(r"\s+", "", ln).startswith(re.sub(r"\s+", "", f"{index} · {title}")))
+        assert line.split()[-1] == str(begins), (line, begins)
+    # On screen there are no pages: the numbers are hidden there.
+    assert ".tcplab-toc-page { display: none; }" in result.handout["html"].read_text(encoding="utf-8")

@@ -37,7 +37,7 @@ from .course_pages import CHEATSHEET_NAME, cheatsheet_rows, cited_by, read_refer
 from .handout import CaseSection, case_status, write_handout
 from .html import (RenderedCells, case_page, load_notebook, notebook_error, notebook_title,
                    render_cells, section_anchor)
-from .pdf import ChromiumNotFound, PdfError, find_chromium, html_to_pdf
+from .pdf import ChromiumNotFound, PdfError, find_chromium, first_pages, html_to_pdf
 from .scores import (MIME_TYPE, SCHEMA, Check, Scores, at_least, at_most, check, equals,
                      publish, read_scores, scores_in, within)
 
@@ -315,7 +315,18 @@ class _Rendering:
         except Exception as exc:  # noqa: BLE001
             result.render_errors.append(f"handout html: {type(exc).__name__}: {exc}")
             return result
-        self._pdf(html_path, result.handout, result.render_errors, "handout pdf: ")
+        self._pdf(html_path, result.handout, result.render_errors, "handout pdf: ", keep_html=True)
+        if "pdf" in result.handout:
+            # Two passes: the contents get the page each case began on in the first print.
+            # Adding the numbers does not move a page: they sit on the contents' own lines.
+            t = context.messages()
+            pages = first_pages(result.handout["pdf"], {s.anchor: s.header(t, i) for i, s in enumerate(sections, 1)})
+            if pages:
+                write_handout(sections, html_path, context=context, katex_dir=self.katex_dir, references=references,
+                              pages=pages)
+                self._pdf(html_path, result.handout, result.render_errors, "handout pdf: ", keep_html=True)
+        if "html" not in self.formats:
+            result.handout.pop("html").unlink(missing_ok=True)
         case_ids = [s.case_id for s in sections]
         if cheatsheet_rows(context.messages(), case_ids):
             try:
@@ -327,16 +338,18 @@ class _Rendering:
             self._pdf(result.cheatsheet["html"], result.cheatsheet, result.render_errors, "cheat sheet pdf: ")
         return result
 
-    def _pdf(self, html_path: Path, outputs: dict[str, Path], errors: list[str], error_prefix: str) -> None:
+    def _pdf(self, html_path: Path, outputs: dict[str, Path], errors: list[str], error_prefix: str, *,
+             keep_html: bool = False) -> None:
         """``html_path``'s PDF beside it, where PDF was asked for (a failure goes to ``errors``);
-        the HTML stays only where HTML was asked for too, else it was only the PDF's source."""
+        the HTML stays only where HTML was asked for too (or ``keep_html``: it is printed again),
+        else it was only the PDF's source."""
         if "pdf" in self.formats:
             try:
                 outputs["pdf"] = html_to_pdf(html_path, html_path.with_suffix(".pdf"),
                                              chromium=self.chromium, timeout_s=self.pdf_timeout_s)
             except (PdfError, OSError) as exc:
                 errors.append(f"{error_prefix}{exc}")
-        if "html" not in self.formats:
+        if "html" not in self.formats and not keep_html:
             outputs.pop("html").unlink(missing_ok=True)
 
 

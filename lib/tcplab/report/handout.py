@@ -66,6 +66,11 @@ class CaseSection:
     def number(self) -> str | None:
         return case_number(self.case_id)
 
+    def header(self, t, index: int) -> str:
+        """The running header of the section's pages: "Case 01 · title" (its place in the
+        handout where the case id has no number)."""
+        return f"{t('handout.case')} {self.number or index} · {self.title}"
+
     @property
     def n_checks(self) -> int:
         return sum(s.n_checks for s in self.scores)
@@ -80,9 +85,11 @@ class CaseSection:
 
 
 def render_handout(sections: list[CaseSection], *, context: ReportContext,
-                   katex_dir: str | Path | None = None, references: list[Reference] | None = None) -> str:
+                   katex_dir: str | Path | None = None, references: list[Reference] | None = None,
+                   pages: dict[str, int] | None = None) -> str:
     """The handout as one self-contained HTML page; with ``references`` (the course's), each
-    case lists its own and a references page closes it."""
+    case lists its own and a references page closes it; with ``pages`` (section anchor → the
+    page a print of it began on), the contents give page numbers on paper."""
     t = context.messages()
     assets = page_assets([s.cells_html for s in sections], [s.cells_css for s in sections],
                          katex_dir=katex_dir)
@@ -94,12 +101,12 @@ def render_handout(sections: list[CaseSection], *, context: ReportContext,
         language=t.language, title=context.title or t("handout.default_title"),
         environment_line=context.environment_line(t), n_failed=n_failed, n_busy=n_busy,
         rows=cheatsheet_rows(t, [s.case_id for s in sections]), columns=COLUMNS, references=references,
-        cited={s.case_id: cited_by(references, s.case_id) for s in sections},
+        cited={s.case_id: cited_by(references, s.case_id) for s in sections}, pages=pages or {},
     )
 
 
 def write_handout(sections: list[CaseSection], html_path: str | Path, *,
                   context: ReportContext, katex_dir: str | Path | None = None,
-                  references: list[Reference] | None = None) -> Path:
+                  references: list[Reference] | None = None, pages: dict[str, int] | None = None) -> Path:
     return write_atomically(html_path, render_handout(sections, context=context, katex_dir=katex_dir,
-                                                      references=references))
+                                                      references=references, pages=pages))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..files import partial_name
 
-__all__ = ["ChromiumNotFound", "PdfError", "find_chromium", "html_to_pdf", "DEFAULT_TIMEOUT_S"]
+__all__ = ["ChromiumNotFound", "PdfError", "find_chromium", "html_to_pdf", "first_pages", "DEFAULT_TIMEOUT_S"]
 
 DEFAULT_TIMEOUT_S = 120
 _CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -116,3 +116,27 @@ def _last_lines(text: str, n: int = 5) -> str:
     # Chromium's stderr is mostly D-Bus noise from a machine without a session bus.
     lines = [ln for ln in text.splitlines() if ln.strip() and "dbus" not in ln.lower()]
     return " | ".join(lines[-n:]) or "no message"
+
+
+def first_pages(pdf_path: str | Path, headers: dict[str, str], *, timeout_s: float = 60) -> dict[str, int]:
+    """The page (from 1) on which each key's running header first appears at the top of a page
+    of ``pdf_path``: how a contents page learns the page numbers the print gave its sections.
+    Empty when poppler's ``pdftotext`` is missing or fails: the contents then go without."""
+    tool = shutil.which("pdftotext")
+    if tool is None:
+        return {}
+    try:
+        text = subprocess.run([tool, "-layout", "-enc", "UTF-8", str(pdf_path), "-"], capture_output=True, text=True,
+                              timeout=timeout_s, check=True).stdout
+    except (subprocess.SubprocessError, OSError):
+        return {}
+    # -layout keeps a header on one line (else CJK runs may land on their own); pdftotext may
+    # space Latin and CJK runs apart: compare without any whitespace.
+    tops = ["".join(next((ln for ln in page.splitlines() if ln.strip()), "").split()) for page in text.split("\f")]
+    found = {}
+    for key, header in headers.items():
+        wanted = "".join(header.split())
+        page = next((number for number, top in enumerate(tops, 1) if top.startswith(wanted)), None)
+        if page is not None:
+            found[key] = page
+    return found
