@@ -39,7 +39,7 @@ def _metrics(delivered, bin_s=0.1):
     return SimpleNamespace(throughput=bins, bin_s=bin_s, flow=0, data_dir=1, rtt_s=0.02, rwnd_median_bytes=1536.0,
                            rwnd_max_bytes=2048.0, inflight_max_bytes=1536.0, window_scaling="on",
                            receiver_wscale=7, mss=768, data_packets=200, retransmissions=3, resent_segments=4, timeouts=3,
-                           fast_retransmissions=1)
+                           fast_retransmissions=1, window_full=5)
 
 
 def test_steady_goodput_skips_the_ramp_and_the_partial_last_bin():
@@ -82,6 +82,7 @@ def test_run_gives_one_tidy_row_per_trial():
     assert row["goodput Mbit/s"] == pytest.approx(8) and row["KB/s"] == pytest.approx(1000)
     assert row["retransmitted %"] == pytest.approx(2) and row["rtt ms"] == pytest.approx(20)
     assert row["segment B"] == 768  # data direction only, ACKs left out
+    assert row["Window Full"] == 5
     assert set(sweep.COLUMNS) <= set(frame.columns)
     single = sweep.run(_FakeLab(), variants)
     assert list(single["trial"]) == ["r10", "r20"]
