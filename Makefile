@@ -14,6 +14,15 @@ EDITION     ?= instructor
 MODE        ?= auto
 KERNEL      ?= auto
 FRESH       ?= 0
+# The pages' language: `make report LANG=zh` (a strings file in lib/tcplab/strings/; see README
+# "Translations (zh)"). LANG from the environment is the locale, not a choice of language for the
+# course: only LANG given on the command line counts, and the recipes then get a UTF-8 locale back.
+ifeq ($(origin LANG),command line)
+REPORT_LANG := $(LANG)
+override LANG := C.UTF-8
+else
+REPORT_LANG :=
+endif
 # Where `make report` writes (REPORTS_DIR), one shard of the course (SHARD=2/4), and the shards'
 # directories `make merge` renders from (SHARDS="dir1 dir2 …"); see README "Across machines".
 REPORTS_DIR ?= reports
@@ -32,7 +41,7 @@ APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark tcptrace iputils-ping p
 .PHONY: setup system-packages test test-host test-uml report merge render replay-data bench stress jupyter doctor cleanup clean help
 
 help:
-	@echo "make report   run every case and render reports/ (HTML, PDF, handout)"
+	@echo "make report   run every case and render reports/ (HTML, PDF, handout); LANG=zh: in Chinese"
 	@echo "make test     run the test suite on the host kernel and in a UML kernel (real namespaces; needs root)"
 	@echo "make report SHARD=2/4 REPORTS_DIR=dir; make merge SHARDS='dir1 dir2 …'   the course across machines"
 	@echo "make bench    fidelity, capture overhead, pcap engine and report timings"
@@ -73,14 +82,14 @@ test-uml: setup
 
 report: setup
 	$(TCPLAB) report --cases $(CASES) --profile $(PROFILE) --edition $(EDITION) --mode $(MODE) --kernel $(KERNEL) \
-	  --reports-dir $(REPORTS_DIR) $(if $(filter 1,$(FRESH)),--fresh) $(if $(SHARD),--shard $(SHARD))
+	  $(if $(REPORT_LANG),--language $(REPORT_LANG)) --reports-dir $(REPORTS_DIR) $(if $(filter 1,$(FRESH)),--fresh) $(if $(SHARD),--shard $(SHARD))
 
 # The handout and summary of a sharded course, from its shards' directories, running nothing.
 merge: setup
-	$(TCPLAB) report --merge $(SHARDS) --edition $(EDITION) --reports-dir $(REPORTS_DIR)
+	$(TCPLAB) report --merge $(SHARDS) --edition $(EDITION) $(if $(REPORT_LANG),--language $(REPORT_LANG)) --reports-dir $(REPORTS_DIR)
 
 render: setup
-	$(TCPLAB) report --cases $(CASES) --edition $(EDITION) --reports-dir $(REPORTS_DIR) --render-only
+	$(TCPLAB) report --cases $(CASES) --edition $(EDITION) $(if $(REPORT_LANG),--language $(REPORT_LANG)) --reports-dir $(REPORTS_DIR) --render-only
 
 # Maintainers: refresh the recorded runs that replay mode ships (data/replay/).
 replay-data: setup

@@ -30,13 +30,14 @@ def default_language() -> str:
 
 
 def languages() -> list[str]:
-    """The languages with a strings file."""
-    return sorted(p.stem for p in STRINGS_DIR.glob("*.json"))
+    """The languages with a strings file (``<language>.sources.json``, a translation's record of the
+    English it translates (:mod:`tcplab.i18n`), is none)."""
+    return sorted(p.stem for p in STRINGS_DIR.glob("*.json") if "." not in p.stem)
 
 
 def check_language(language: str) -> str:
     """``language`` when it has a strings file; else a :class:`ParameterError` listing those that do."""
-    if not (STRINGS_DIR / f"{language}.json").is_file():
+    if language not in languages():
         raise ParameterError("language", language, "one of " + ", ".join(languages()))
     return language
 

@@ -17,6 +17,7 @@ from ..course import NOTEBOOKS, PROFILES, REPORTS, select_cases
 from ..files import write_atomically
 from ..lab.kernels import KERNELS, MODE_CHOICES, choose_mode
 from ..units import ParameterError
+from ..words import default_language, languages
 from .common import EXIT_BUSY, EXIT_OK, EXIT_PROBLEM
 
 
@@ -39,6 +40,10 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--merge", nargs="+", type=Path, metavar="DIR", default=None,
                         help="render the handout and summary.json into --reports-dir from the directories "
                              "of every shard's run, running nothing")
+    parser.add_argument("--language", default=None, metavar="LANG",
+                        help="language of the pages and of what the notebooks write: en, zh, … (a strings file "
+                             "in tcplab/strings/; default: $TCPLAB_LANG, else en); Markdown cells without a fresh "
+                             "translation stay English (tcplab i18n check)")
     parser.add_argument("--formats", default="html,pdf")
     parser.add_argument("--reports-dir", type=Path, default=REPORTS)
     parser.add_argument("--notebooks-dir", type=Path, default=NOTEBOOKS)
@@ -51,15 +56,17 @@ def main(argv: Sequence[str]) -> int:
     from ..report.shards import Shard, merge
 
     formats = report.check_formats(f.strip() for f in args.formats.split(",") if f.strip())
+    language = _language(args.language)
     if args.merge:
         clashing = [name for name, given in (("--cases", args.cases is not None), ("--shard", args.shard),
                                               ("--render-only", args.render_only), ("--fresh", args.fresh))
                     if given]
         if clashing:
-            raise ParameterError("--merge", " ".join(map(str, args.merge)), "--merge with --edition, --formats "
-                                 "and --reports-dir only", f"{', '.join(clashing)} belong to the shards' runs")
+            raise ParameterError("--merge", " ".join(map(str, args.merge)),
+                                 "--merge with --edition, --formats, --language and --reports-dir only",
+                                 f"{', '.join(clashing)} belong to the shards' runs")
         result = merge(args.merge, output_dir=args.reports_dir, notebooks_dir=args.notebooks_dir,
-                       edition=args.edition, formats=formats)
+                       edition=args.edition, formats=formats, language=language)
         if result.origin["missing_shards"]:
             print(f"tcplab report: shard(s) {', '.join(result.origin['missing_shards'])} missing: "
                   "their cases did not run", file=sys.stderr)
@@ -80,19 +87,29 @@ def main(argv: Sequence[str]) -> int:
     if args.render_only:
         result = report.render_only(cases, reports_dir=args.reports_dir, output_dir=args.output_dir,
                                     notebooks_dir=args.notebooks_dir,
-                                    edition=args.edition, formats=formats, profile=args.profile)  # None: as recorded
+                                    edition=args.edition, formats=formats, profile=args.profile,  # None: as recorded
+                                    language=language)
     else:
         part = f", shard {shard.label}" if shard else ""
         print(f"tcplab report: {len(cases)} case(s){part}, profile {args.profile}, edition {args.edition}, "
-              f"mode {mode.mode} ({mode.where})", flush=True)
+              f"language {language}, mode {mode.mode} ({mode.where})", flush=True)
         result = report.build_report(
             cases, notebooks_dir=args.notebooks_dir, reports_dir=args.reports_dir,
             parameters={"fresh": bool(args.fresh), "kernel": args.kernel}, profile=args.profile, edition=args.edition,
-            mode=mode.mode, formats=formats, progress=True,
+            mode=mode.mode, formats=formats, progress=True, language=language,
         )
         result.origin = origin
     out_dir = args.output_dir if args.render_only and args.output_dir else args.reports_dir
     return _finish(result, out_dir)
+
+
+def _language(asked: str | None) -> str:
+    """The pages' language: ``--language``, else ``$TCPLAB_LANG``, else English; refused by the
+    name it was given under unless it has a strings file."""
+    language = asked or default_language()
+    if language not in languages():
+        raise ParameterError("--language" if asked else "TCPLAB_LANG", language, "one of " + ", ".join(languages()))
+    return language
 
 
 def _finish(result, out_dir: Path) -> int:

@@ -14,7 +14,14 @@ Modules, one job each: :mod:`.scores` (what notebooks publish), :mod:`.execute`
 (papermill), :mod:`.editions` (student/instructor by cell tags), :mod:`.html`
 (nbconvert, page), :mod:`.offline` (KaTeX, no network), :mod:`.pdf` (chromium),
 :mod:`.handout` (the combined document), :mod:`.grading` (students' predictions against a
-case's scores, ``tcplab grade``), :mod:`tcplab.words` (the words, translatable).
+case's scores, ``tcplab grade``), :mod:`tcplab.words` (the words, translatable),
+:mod:`tcplab.i18n` (the notebooks' prose translated beside them).
+
+``language`` picks the language of everything rendered: the strings, the notebooks' Markdown
+cells where a fresh translation exists (English cell by cell elsewhere), and what the kernels
+write (they run with ``TCPLAB_LANG`` set to it). Rendering again in another language than the
+one the notebooks ran in writes their bound sentences and scores tables again from the values
+they keep; figures stay as they were drawn.
 """
 
 from __future__ import annotations
@@ -27,9 +34,11 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..course import NOTEBOOKS, PROFILES
+from ..i18n import ran_in, read_translation, relabel_outputs, translate_notebook, translated_title
 from ..lab.kernels import MODES
 from ..files import write_atomically
 from ..units import ParameterError
+from ..words import FALLBACK_LANGUAGE, check_language, default_language
 from .context import ReportContext, combine_backends, combine_kernels
 from .editions import EDITIONS, check_edition
 from .execute import DEFAULT_CELL_TIMEOUT_S, ExecutionResult, execute_notebook
@@ -142,6 +151,7 @@ class ReportResult:
         return {
             "all_passed": self.all_passed, "mode": self.context.mode, "profile": self.context.profile,
             "edition": self.context.edition, "backend": self.context.backend, "kernel": self.context.kernel,
+            "language": self.context.messages().language,
             **self.origin,
             "cases": [{"case_id": c.case_id, "title": c.title, "status": c.status,
                        "execution_s": c.execution_s,
@@ -231,6 +241,8 @@ class _Rendering:
              ) -> tuple[CaseReport, CaseSection]:
         """Read one executed notebook and write its page (and PDF); never raises for the case."""
         report, nb = self._read(case, executed, execution)
+        if nb is not None:
+            nb = self._in_language(case, nb, report)
         section = CaseSection(case_id=case.case_id, title=report.title, status=report.status,
                               scores=report.scores, error=report.error,
                               traceback=report.traceback)
@@ -242,7 +254,7 @@ class _Rendering:
             try:
                 cells = render_cells(nb, edition=self.context.edition,
                                      id_prefix=section_anchor(case.case_id) + "--",
-                                     base_dir=base_dir)
+                                     base_dir=base_dir, language=self.language)
                 section.cells_html, section.cells_css = cells.html, cells.css
             except Exception as exc:  # noqa: BLE001 - keep the case in the handout, say why
                 report.render_errors.append(f"cells: {type(exc).__name__}: {exc}")
@@ -255,6 +267,32 @@ class _Rendering:
             self._write(report, cells or RenderedCells("", ""),
                         self.context.with_backend(backend).with_kernel(kernel))
         return report, section
+
+    @property
+    def language(self) -> str:
+        return self.context.messages().language
+
+    def _in_language(self, case: Case, nb: Any, report: CaseReport) -> Any:
+        """The executed notebook as the page's language shows it: Markdown cells translated where
+        a fresh translation exists (:mod:`tcplab.i18n`), the title too, and the kernel's
+        sentences and scores written again when it ran in another language."""
+        language = self.language
+        if ran_in(nb) != language:
+            nb = relabel_outputs(nb, language)
+        if language == FALLBACK_LANGUAGE:
+            return nb
+        # Translations live beside the English notebooks.
+        source_dir = Path(case.notebook).parent if case.notebook else self.notebooks_dir or NOTEBOOKS
+        try:
+            translation = read_translation(case.case_id, language, source_dir)
+        except (OSError, ValueError) as exc:  # a broken translation file: the page stays English
+            report.render_errors.append(f"translation: {exc}")
+            return nb
+        nb = translate_notebook(nb, language, translation=translation)
+        published = next((s.title for s in report.scores if s.title), None)
+        report.title = (translated_title(published, translation) if published
+                        else notebook_title(nb, case.case_id))
+        return nb
 
     def _read(self, case: Case, executed: Path, execution: ExecutionResult | None,
               ) -> tuple[CaseReport, Any]:
@@ -378,11 +416,13 @@ def build_report(
     Each notebook runs with its folder (``notebooks_dir``) as working directory and gets
     ``parameters``, then the case's own parameters, then ``case_id``, ``mode`` and, when
     given, ``profile``. ``backend`` only labels the report when no case published one.
+    ``language`` (default: ``TCPLAB_LANG``, else English) is the pages' and the kernels'.
     ``formats`` picks the files besides the executed notebooks: "html", "pdf" (a PDF is
     printed from the HTML page, which is removed afterwards if "html" was not asked for).
     """
     notebooks_dir, reports_dir = Path(notebooks_dir), Path(reports_dir)
     formats = _check_formats(formats, chromium)
+    language = check_language(language or default_language())
     context = ReportContext(edition=check_edition(edition), mode=mode, backend=backend,
                             profile=profile, title=title, language=language)
     case_list = _as_cases(cases)
@@ -400,7 +440,7 @@ def build_report(
         execution = execute_notebook(notebook, executed, parameters=injected,
                                      case_id=case.case_id, kernel_name=kernel_name,
                                      cwd=notebook.parent, cell_timeout_s=cell_timeout_s,
-                                     progress=progress)
+                                     progress=progress, language=language)
         if not execution.ok:
             _say(progress, f"[{index}/{len(case_list)}] {case.case_id}: failed: {execution.error}")
         _say(progress, f"[{index}/{len(case_list)}] {case.case_id}: rendering")
@@ -455,6 +495,7 @@ def render_only(
     profile = profile or recorded.get("profile")
     output_dir = Path(output_dir) if output_dir is not None else reports_dir
     formats = _check_formats(formats, chromium)
+    language = check_language(language or default_language())
     context = ReportContext(edition=check_edition(edition), mode=mode, backend=backend,
                             profile=profile, title=title, language=language)
     rendering = _Rendering(output_dir, context, formats,

@@ -3,11 +3,19 @@
 A notebook that raises is a result, not an exception: the pipeline records the error
 and goes on with the next case. The executed notebook papermill saved up to the
 failing cell is kept, so the report can show how far the case got.
+
+The kernel speaks the report's language: ``TCPLAB_LANG`` is set for the kernel process (the
+notebooks' parameters stay as they are), so every word it writes through
+:class:`tcplab.words.Messages` (bound sentences, scores tables, plot labels) is in that
+language, and the executed notebook records it (``metadata.tcplab.language``).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -46,6 +54,41 @@ def _strip_ansi(text: str) -> str:
     return strip_ansi(text)
 
 
+#: One kernel start at a time changes the process environment it inherits.
+_ENVIRONMENT_LOCK = threading.Lock()
+
+
+@contextmanager
+def _kernel_environment(changes: Mapping[str, str]):
+    """``os.environ`` with ``changes`` while a kernel is started (it inherits the environment),
+    as it was afterwards."""
+    if not changes:
+        yield
+        return
+    with _ENVIRONMENT_LOCK:
+        before = {k: os.environ.get(k) for k in changes}
+        os.environ.update(changes)
+        try:
+            yield
+        finally:
+            for key, value in before.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def _record_language(output_path: Path, language: str) -> None:
+    """Note in the executed notebook which language its kernel wrote in."""
+    import nbformat
+
+    from ..i18n import LANGUAGE_METADATA
+
+    nb = nbformat.read(str(output_path), as_version=4)
+    nb.metadata.setdefault("tcplab", {})[LANGUAGE_METADATA] = language
+    nbformat.write(nb, str(output_path))
+
+
 def execute_notebook(
     input_path: str | Path,
     output_path: str | Path,
@@ -57,11 +100,13 @@ def execute_notebook(
     cell_timeout_s: float | None = DEFAULT_CELL_TIMEOUT_S,
     start_timeout_s: float = 60,
     progress: bool = True,
+    language: str | None = None,
 ) -> ExecutionResult:
     """Execute ``input_path`` into ``output_path`` with ``parameters`` injected.
 
     ``cwd`` defaults to the notebook's own folder, so relative paths in a notebook mean
     the same thing in JupyterLab and here. ``progress`` shows papermill's per-cell bar.
+    ``language``: the kernel's ``TCPLAB_LANG`` (default: as this process has it).
     """
     # papermill imports IPython and nbclient; import late so reading scores stays light.
     import papermill
@@ -80,16 +125,17 @@ def execute_notebook(
     try:
         if not input_path.is_file():
             raise FileNotFoundError(f"notebook not found: {input_path}")
-        papermill.execute_notebook(
-            str(input_path), str(output_path),
-            parameters=params,
-            kernel_name=kernel_name,
-            cwd=str(workdir),
-            progress_bar={"desc": case_id, "leave": True} if progress else False,
-            log_output=False,
-            start_timeout=start_timeout_s,
-            execution_timeout=cell_timeout_s,
-        )
+        with _kernel_environment({"TCPLAB_LANG": language} if language else {}):
+            papermill.execute_notebook(
+                str(input_path), str(output_path),
+                parameters=params,
+                kernel_name=kernel_name,
+                cwd=str(workdir),
+                progress_bar={"desc": case_id, "leave": True} if progress else False,
+                log_output=False,
+                start_timeout=start_timeout_s,
+                execution_timeout=cell_timeout_s,
+            )
         result.ok = True
     except PapermillExecutionError as exc:
         result.error = f"{exc.ename}: {exc.evalue}" if exc.evalue else exc.ename
@@ -102,4 +148,9 @@ def execute_notebook(
         result.traceback = "".join(traceback.format_exception(exc))
     finally:
         result.duration_s = time.monotonic() - start
+    if language and output_path.is_file():
+        try:
+            _record_language(output_path, language)
+        except Exception:  # noqa: BLE001 - a notebook papermill could not finish stays as it is
+            pass
     return result

@@ -131,28 +131,31 @@ def _postprocess(cells_html: str, id_prefix: str) -> tuple[str, list[str]]:
     return str(soup), removed
 
 
-def _as_shown(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
+def _as_shown(cell: nbformat.NotebookNode, language: str | None = None) -> nbformat.NotebookNode:
     """A worksheet cell becomes its box (the page hides code, and a student needs the questions
     and room to answer); every other cell stays as it is."""
     from .grading import WORKSHEET_TAG, worksheet_box
 
     if cell.get("cell_type") != "code" or WORKSHEET_TAG not in cell.get("metadata", {}).get("tags", []):
         return cell
-    box = worksheet_box(cell.source)
+    box = worksheet_box(cell.source, language=language)
     return cell if box is None else nbformat.v4.new_markdown_cell(box, id=cell.get("id"))
 
 
 def render_cells(nb: nbformat.NotebookNode | str | Path, *, edition: str = "instructor",
-                 id_prefix: str = "", base_dir: str | Path | None = None) -> RenderedCells:
+                 id_prefix: str = "", base_dir: str | Path | None = None,
+                 language: str | None = None) -> RenderedCells:
     """The cells of ``nb`` as the given edition shows them, code hidden, offline-safe.
 
     ``base_dir`` is where relative image paths in markdown cells are looked up
     (the notebook's folder; defaults to the notebook file's folder when given a path).
+    ``language``: of the words the page adds (a worksheet's box); the cells are as given
+    (:func:`tcplab.i18n.translate_notebook` translates them).
     """
     if base_dir is None and isinstance(nb, (str, Path)):
         base_dir = Path(nb).parent
     nb = apply_edition(load_notebook(nb), edition)
-    nb.cells = [_as_shown(c) for c in nb.cells
+    nb.cells = [_as_shown(c, language) for c in nb.cells
                 if _PAPERMILL_MARKER_TAG not in c.get("metadata", {}).get("tags", [])]
     resources = {"metadata": {"path": str(base_dir or "."), "name": "notebook"}}
     body, res = _exporter().from_notebook_node(nb, resources=resources)
@@ -192,7 +195,7 @@ def render_case_page(nb: nbformat.NotebookNode | str | Path, *, context: ReportC
     if base_dir is None and isinstance(nb, (str, Path)):
         base_dir = Path(nb).parent
     nb = load_notebook(nb)
-    cells = render_cells(nb, edition=context.edition, base_dir=base_dir)
+    cells = render_cells(nb, edition=context.edition, base_dir=base_dir, language=context.language)
     return case_page(cells, context=context, case_id=case_id,
                      title=title or notebook_title(nb, case_id), error=error,
                      traceback=traceback, katex_dir=katex_dir)

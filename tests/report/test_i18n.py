@@ -1,0 +1,271 @@
+"""Translations beside their English source (tcplab.i18n, ``tcplab i18n``) and pages rendered
+in Chinese: a translation goes stale when its English changes, a page takes only fresh ones,
+the committed zh files are in step with the English, and a replayed zh report is Chinese
+where the course's words are (prose, bound sentences, the pages' own words)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tcplab import i18n
+from tcplab.commands import main as tcplab
+from tcplab.course import NOTEBOOKS, ROOT
+from tcplab.report import prose
+from tcplab.units import ParameterError
+from tcplab.words import STRINGS_DIR, Messages, check_language, languages
+
+CASE = "00-path-check"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture
+def course_copy(tmp_path) -> Path:
+    """A notebooks folder of one case and its committed zh translation, to change at will."""
+    notebooks = tmp_path / "notebooks"
+    (notebooks / "i18n" / "zh").mkdir(parents=True)
+    shutil.copy(NOTEBOOKS / f"{CASE}.ipynb", notebooks)
+    shutil.copy(i18n.translation_path(CASE, "zh"), notebooks / "i18n" / "zh")
+    return notebooks
+
+
+def _first_markdown(nb) -> nbformat.NotebookNode:
+    return next(c for c in nb.cells if c.cell_type == "markdown")
+
+
+def _check(notebooks: Path, *extra: str) -> int:
+    return tcplab(["i18n", "check", "--language", "zh", "--notebooks-dir", str(notebooks), *extra])
+
+
+def test_a_changed_english_cell_makes_its_translation_stale(course_copy, capsys):
+    report = i18n.check("zh", notebooks_dir=course_copy)
+    [case] = report.cases
+    assert (case.case_id, case.stale, case.orphan, case.missing) == (CASE, [], [], [])
+    assert _check(course_copy) == 0
+
+    path = course_copy / f"{CASE}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    changed = _first_markdown(nb)
+    changed.source += "\n\nOne more English sentence."
+    nbformat.write(nb, path)
+    [case] = i18n.check("zh", notebooks_dir=course_copy).cases
+    assert case.stale == [changed.id] and case.translated == case.total - 1
+    capsys.readouterr()
+    assert _check(course_copy) == 1
+    assert f"stale (1): {changed.id}" in capsys.readouterr().out
+    # The page keeps the English of a stale cell rather than an outdated translation.
+    shown = i18n.translate_notebook(nb, "zh", case_id=CASE, notebooks_dir=course_copy)
+    assert _first_markdown(shown).source == changed.source
+
+    # The translator is shown the new English, revises, and accepts: fresh again.
+    assert tcplab(["i18n", "stub", "--language", "zh", "--notebooks-dir", str(course_copy), "00"]) == 0
+    entry = i18n.read_translation(CASE, "zh", course_copy).cells[changed.id]
+    assert entry["english"] == changed.source and entry["text"]
+    assert _check(course_copy) == 1
+    assert tcplab(["i18n", "accept", "--language", "zh", "--notebooks-dir", str(course_copy), "00",
+                   "--cell", changed.id]) == 0
+    assert "english" not in i18n.read_translation(CASE, "zh", course_copy).cells[changed.id]
+    assert _check(course_copy) == 0
+
+
+def test_missing_and_orphaned_cells(course_copy):
+    path = course_copy / f"{CASE}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    added = nbformat.v4.new_markdown_cell("## A new section\n\nNot translated yet.")
+    nb.cells.append(added)
+    gone = _first_markdown(nb)
+    nb.cells.remove(gone)
+    nbformat.write(nb, path)
+    [case] = i18n.check("zh", notebooks_dir=course_copy).cases
+    assert case.missing == [added.id] and case.orphan == [gone.id] and case.stale == []
+    assert _check(course_copy) == 1  # an orphan fails
+
+    translation = i18n.read_translation(CASE, "zh", course_copy)
+    del translation.cells[gone.id]
+    i18n.write_translation(translation, course_copy)
+    assert _check(course_copy) == 0  # missing ones are reported ...
+    assert _check(course_copy, "--strict") == 1  # ... and fail only when strict
+
+    # A stub gives the translator the English; it stays untranslated until its text is written.
+    path, added_entries = i18n.stub(CASE, "zh", course_copy)
+    entry = i18n.read_translation(CASE, "zh", course_copy).cells[added.id]
+    assert added_entries == 1 and entry == {"source_sha256": i18n.source_sha256(added.source), "text": None,
+                                            "english": added.source}
+    [case] = i18n.check("zh", notebooks_dir=course_copy).cases
+    assert case.missing == [added.id]
+    assert i18n.translate_notebook(nb, "zh", case_id=CASE, notebooks_dir=course_copy).cells[-1].source == added.source
+
+
+def test_a_translated_notebook_replaces_exactly_the_fresh_markdown_cells():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Fresh", id="fresh"),
+        nbformat.v4.new_markdown_cell("Changed since", id="stale"),
+        nbformat.v4.new_markdown_cell("Never translated", id="untranslated"),
+        nbformat.v4.new_code_cell("x = 1  # code is never translated", id="code"),
+        nbformat.v4.new_markdown_cell("A stub", id="stub"),
+    ])
+    before = json.loads(nbformat.writes(nb))
+    translation = i18n.Translation("zh", "99-test", cells={
+        "fresh": {"source_sha256": i18n.source_sha256("# Fresh"), "text": "# 新的"},
+        "stale": {"source_sha256": i18n.source_sha256("As it was"), "text": "旧的"},
+        "code": {"source_sha256": i18n.source_sha256("x = 1  # code is never translated"), "text": "x = 2"},
+        "stub": {"source_sha256": i18n.source_sha256("A stub"), "text": None, "english": "A stub"},
+    })
+    shown = i18n.translate_notebook(nb, "zh", translation=translation)
+    assert [c.source for c in shown.cells] == ["# 新的", "Changed since", "Never translated",
+                                               "x = 1  # code is never translated", "A stub"]
+    assert [c.metadata for c in shown.cells] == [c.metadata for c in nb.cells]
+    assert json.loads(nbformat.writes(nb)) == before  # a copy; the notebook itself is untouched
+    assert i18n.translate_notebook(nb, "en", translation=translation).cells[0].source == "# Fresh"
+    titled = i18n.Translation("zh", "x", title={"english": "Zero window", "text": "零窗口"})
+    assert i18n.translated_title("Zero window", titled) == "零窗口"
+    assert i18n.translated_title("Zero windows", titled) == "Zero windows"  # another title: English
+
+
+def test_the_strings_check_finds_missing_extra_stale_and_broken_keys(tmp_path):
+    english = {"a": "plain", "b": "{n} of {total}", "c": "only English", "d": "changed later"}
+    (tmp_path / "en.json").write_text(json.dumps(english))
+    (tmp_path / "xx.json").write_text(json.dumps({"a": "平", "b": "{n} / {all}", "d": "后来", "old": "旧"}))
+    i18n.accept_strings("xx", strings_dir=tmp_path)
+    assert json.loads(i18n.sources_path("xx", tmp_path).read_text()) == {
+        k: i18n.source_sha256(english[k]) for k in ("a", "b", "d")}
+    english["d"] = "changed since it was translated"
+    (tmp_path / "en.json").write_text(json.dumps(english))
+    found = i18n.check_strings("xx", tmp_path)
+    assert (found.missing, found.extra, found.stale, found.placeholders) == (["c"], ["old"], ["d"], ["b"])
+    assert found.translated == 2 and found.total == 4
+    i18n.accept_strings("xx", ["d"], strings_dir=tmp_path)
+    assert i18n.check_strings("xx", tmp_path).stale == []
+    with pytest.raises(ParameterError):
+        i18n.accept_strings("xx", ["c"], strings_dir=tmp_path)
+
+
+def test_the_sidecar_is_no_language():
+    assert "zh" in languages() and not any("." in lang for lang in languages())
+    assert i18n.translation_languages() == [lang for lang in languages() if lang != "en"]
+    with pytest.raises(ParameterError):
+        check_language("zh.sources")
+    with pytest.raises(ParameterError):
+        i18n.check("en")
+
+
+def test_the_committed_zh_translations_are_in_step_with_the_english():
+    report = i18n.check("zh")
+    stale = {c.case_id: c.stale for c in report.cases if c.stale}
+    orphan = {c.case_id: c.orphan or c.error for c in report.cases if c.orphan or c.error}
+    assert report.n_stale == 0 and report.n_orphan == 0, (stale, orphan, report.strings)
+    translated = {c.case_id: c for c in report.cases}
+    for case in ("00-path-check", "05-zero-window"):
+        assert translated[case].missing == [] and translated[case].translated > 0, case
+    # zh.json is the flat file words.py reads, with every key of the English at the time of writing.
+    zh = json.loads((STRINGS_DIR / "zh.json").read_text(encoding="utf-8"))
+    assert all(isinstance(v, str) for v in zh.values())
+    assert Messages("zh")("language.tag") == "zh-CN" and Messages("en")("language.tag") == "en"
+
+
+def test_make_report_lang_picks_the_language_not_the_locale():
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    run = lambda *args: subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True,  # noqa: E731
+                                       env={**os.environ, "LANG": "C.UTF-8"}).stdout
+    assert "--language zh" in run("report", "LANG=zh") and "--language zh" in run("render", "LANG=zh")
+    assert "--language" not in run("report")
+
+
+# --- a report in Chinese, replayed ---------------------------------------------------------------------
+
+
+def _report(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TCPLAB_LANG"}
+    return subprocess.run([sys.executable, "-m", "tcplab.commands", "report", *args], capture_output=True,
+                          text=True, timeout=600, env=env)
+
+
+def _page_text(path: Path) -> str:
+    import html
+
+    text = html.unescape(re.sub(r"<[^>]+>", " ", path.read_text(encoding="utf-8")))
+    return " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def zh_report(tmp_path_factory):
+    reports = tmp_path_factory.mktemp("zh")
+    out = _report("--cases", "00,05", "--mode", "replay", "--language", "zh", "--formats", "html",
+                  "--reports-dir", str(reports))
+    return out, reports
+
+
+def test_a_replayed_report_renders_in_chinese(zh_report):
+    out, reports = zh_report
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads((reports / "summary.json").read_text())
+    assert summary["language"] == "zh" and all(c["status"] == "passed" for c in summary["cases"])
+    for case, heading in (("00-path-check", "00 · 路径检查：模拟的线路是否符合我们的设定？"),
+                          ("05-zero-window", "05 · 零窗口：当读取方不再读取")):
+        page = (reports / f"{case}.html").read_text(encoding="utf-8")
+        assert '<html lang="zh-CN"' in page and heading in page, case
+        nb = nbformat.read(reports / f"{case}.ipynb", as_version=4)
+        assert nb.metadata["tcplab"]["language"] == "zh"  # the kernel ran with TCPLAB_LANG=zh
+        assert Messages("zh")("scores.caption") in page
+    for name in ("handout", "cheatsheet"):
+        page = (reports / f"{name}.html").read_text(encoding="utf-8")
+        assert '<html lang="zh-CN"' in page and Messages("zh")("cheatsheet.title") in page
+    handout = (reports / "handout.html").read_text(encoding="utf-8")
+    assert "05 · 零窗口" in handout and Messages("zh")("handout.contents") in handout
+
+
+def test_the_bound_sentences_on_a_zh_page_are_chinese(zh_report):
+    out, reports = zh_report
+    assert out.returncode == 0, out.stderr[-3000:]
+    nb = nbformat.read(reports / "05-zero-window.ipynb", as_version=4)
+    page = " ".join(_page_text(reports / "05-zero-window.html").split())
+    said = prose.said_in(nb)
+    assert said
+    zh = Messages("zh")
+    for sentence in said:
+        fields = {k: f["text"] for k, f in sentence["fields"].items()}
+        assert sentence["text"] == zh(sentence["key"], **fields) != Messages("en")(sentence["key"], **fields)
+        assert CJK.search(sentence["text"])
+        assert " ".join(sentence["text"].replace("`", " ").split()) in page, sentence["text"]
+
+
+def test_a_zh_run_renders_again_in_english(zh_report, tmp_path):
+    """Rendering the zh run in English: the same checks, English prose, and the bound sentences
+    written again in English from the values the notebook keeps."""
+    out, reports = zh_report
+    assert out.returncode == 0, out.stderr[-3000:]
+    again = _report("--render-only", "--cases", "00,05", "--language", "en", "--formats", "html",
+                    "--reports-dir", str(reports), "--output-dir", str(tmp_path))
+    assert again.returncode == 0, again.stderr[-3000:]
+    checks = lambda d: [(c["case_id"], [(x["name"], x["measured"], x["passed"]) for x in c["checks"]])  # noqa: E731
+                        for c in json.loads((d / "summary.json").read_text())["cases"]]
+    assert checks(tmp_path) == checks(reports)
+    page = (tmp_path / "05-zero-window.html").read_text(encoding="utf-8")
+    assert '<html lang="en"' in page and "05 · Zero window: when the reader stops reading" in page
+    text = _page_text(tmp_path / "05-zero-window.html")
+    nb = nbformat.read(reports / "05-zero-window.ipynb", as_version=4)
+    for sentence in prose.said_in(nb):
+        english = Messages("en")(sentence["key"], **{k: f["text"] for k, f in sentence["fields"].items()})
+        assert " ".join(english.replace("`", " ").split()) in text
+
+
+def test_the_kernel_environment_is_set_for_the_run_and_restored(monkeypatch):
+    from tcplab.report.execute import _kernel_environment
+
+    monkeypatch.delenv("TCPLAB_LANG", raising=False)
+    with _kernel_environment({"TCPLAB_LANG": "zh"}):
+        assert os.environ["TCPLAB_LANG"] == "zh" and Messages().language == "zh"
+    assert "TCPLAB_LANG" not in os.environ
+    monkeypatch.setenv("TCPLAB_LANG", "en")
+    with _kernel_environment({"TCPLAB_LANG": "zh"}):
+        pass
+    assert os.environ["TCPLAB_LANG"] == "en"
