@@ -45,7 +45,7 @@ __all__ = ["SCHEMA", "I18N_DIR", "source_sha256", "translations_dir", "translati
            "read_translation", "write_translation", "translate_notebook", "translated_title", "stub",
            "accept_cells", "accept_strings", "sources_path", "CaseCheck", "StringsCheck", "I18nReport",
            "check", "check_case", "check_strings", "translation_language", "translation_languages", "ran_in",
-           "relabel_outputs", "LANGUAGE_METADATA"]
+           "LANGUAGE_METADATA"]
 
 SCHEMA = "tcplab.i18n/1"
 #: The folder of translations inside a notebooks folder: ``<notebooks>/i18n/<language>/<case>.json``.
@@ -404,30 +404,4 @@ def check(language: str, *, notebooks_dir: str | Path | None = None,
 def ran_in(nb: Any) -> str:
     """The language an executed notebook's kernel wrote its outputs in (English when unrecorded)."""
     return (nb.get("metadata", {}).get("tcplab") or {}).get(LANGUAGE_METADATA) or FALLBACK_LANGUAGE
-
-
-def relabel_outputs(nb: Any, language: str) -> Any:
-    """A copy of an executed notebook whose bound sentences (:mod:`.report.prose`) and scores
-    tables are written again in ``language`` from the values they keep. What else the kernel
-    wrote (figures, other tables, a check's name and rule) stays in the language it ran in."""
-    from .report import prose, scores
-    from .words import Messages
-
-    nb = copy.deepcopy(nb)
-    t = Messages(language)
-    for cell in nb.cells:
-        for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            data = output.get("data") or {}
-            if prose.MIME_TYPE in data:
-                said = data[prose.MIME_TYPE]
-                if t.has(said.get("key", "")):
-                    text = t(said["key"], **{k: f.get("text", "") for k, f in (said.get("fields") or {}).items()})
-                    data["text/markdown"] = data["text/plain"] = text
-            elif scores.MIME_TYPE in data:
-                payload = data[scores.MIME_TYPE]
-                payload = json.loads(payload) if isinstance(payload, str) else payload
-                fresh = scores.scores_output(scores.Scores.from_json(payload), language=language)
-                data["text/html"], data["text/plain"] = fresh["text/html"], fresh["text/plain"]
-    nb.metadata.setdefault("tcplab", {})[LANGUAGE_METADATA] = language
-    return nb
 

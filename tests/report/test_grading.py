@@ -20,7 +20,8 @@ import pytest
 from tcplab.report import CaseReport, ReportResult
 from tcplab.report.context import ReportContext
 from tcplab.report.grading import (DEFAULT_TOLERANCE, SCHEMA, VERDICTS, case_id_of, grade, grade_notebooks,
-                                   read_predictions, student_of, worksheet_box, worksheet_rows)
+                                   read_predictions, student_of)
+from tcplab.report.worksheet import worksheet_box, worksheet_rows
 from tcplab.report.scores import Check, Scores, at_most, check, equals, scores_output, within
 from tcplab.units import ParameterError
 from tcplab.words import STRINGS_DIR, Messages

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..course import NOTEBOOKS, PROFILES
-from ..i18n import ran_in, read_translation, relabel_outputs, translate_notebook, translated_title
+from ..i18n import ran_in, read_translation, translate_notebook, translated_title
 from ..lab.kernels import MODES
 from ..files import write_atomically
 from ..units import ParameterError
@@ -46,6 +46,7 @@ from .course_pages import CHEATSHEET_NAME, cheatsheet_rows, cited_by, read_refer
 from .handout import CaseSection, case_status, write_handout
 from .html import (RenderedCells, case_page, load_notebook, notebook_error, notebook_title,
                    render_cells, section_anchor)
+from .relabel import relabel_outputs
 from .pdf import ChromiumNotFound, PdfError, find_chromium, first_pages, html_to_pdf
 from .scores import (MIME_TYPE, SCHEMA, Check, Scores, at_least, at_most, check, equals,
                      publish, read_scores, scores_in, within)

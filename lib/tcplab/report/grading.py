@@ -58,7 +58,6 @@ import difflib
 import io
 import json
 import math
-import tokenize
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -70,14 +69,14 @@ from ..units import ParameterError
 from ..words import Messages
 from .scores import SCHEMA as SCORES_SCHEMA, Check, Scores, Value, scores_in
 from .templating import format_value, render
+from .worksheet import WORKSHEET_TAG, Refused, parse_worksheet
 
 __all__ = [
-    "WORKSHEET_TAG", "worksheet_rows", "worksheet_box", "SCHEMA", "DEFAULT_TOLERANCE", "VERDICTS", "SCORED", "Item", "Grade",
+    "WORKSHEET_TAG", "SCHEMA", "DEFAULT_TOLERANCE", "VERDICTS", "SCORED", "Item", "Grade",
     "read_predictions", "case_id_of", "student_of", "read_notebook", "read_measurements",
     "grade", "grade_notebooks", "grade_page", "summary_line", "write_grade", "write_table", "TABLE_NAME",
 ]
 
-WORKSHEET_TAG = "worksheet"
 SCHEMA = "tcplab.grade/1"
 #: The margin for a check that has none of its own (a bound such as "at most 1.3 × line time"):
 #: a prediction from theory within a quarter of what the kernel did has the right order of
@@ -172,62 +171,6 @@ def read_notebook(path: str | Path) -> nbformat.NotebookNode:
                              f"not a notebook: {type(exc).__name__}: {exc}"[:300]) from None
 
 
-class _Refused(ValueError):
-    """Why a worksheet's source is not a predictions dict; the caller names notebook and cell."""
-
-
-def _literal(node: ast.expr, what: str) -> Any:
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        raise _Refused(f"{what} (line {node.lineno}) is code, not a literal; "
-                       "the worksheet is read, never run") from None
-
-
-def _parse_worksheet(source: str) -> dict[str, Value]:
-    """The ``predictions`` dict of a worksheet's source, by :mod:`ast` alone."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise _Refused(f"it does not parse: line {exc.lineno}: {exc.msg}") from None
-    except (ValueError, RecursionError, MemoryError) as exc:  # a NUL byte, absurd nesting
-        raise _Refused(f"it does not parse: {type(exc).__name__}") from None
-    found: list[ast.expr] = []
-    for node in tree.body:
-        target = (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
-                  else node.target if isinstance(node, ast.AnnAssign) and node.value is not None
-                  else None)
-        if isinstance(target, ast.Name) and target.id == "predictions":
-            found.append(node.value)
-        elif isinstance(node, ast.Expr) and isinstance(node.value, (ast.Constant, ast.Name)):
-            continue  # a docstring, or `predictions` on a line to show it: nothing to run
-        else:
-            raise _Refused(f"line {node.lineno} is code other than predictions = {{...}}; "
-                           "the worksheet is read, never run")
-    if len(found) != 1:
-        raise _Refused("it assigns predictions " + ("nowhere" if not found else f"{len(found)} times"))
-    table = found[0]
-    if not isinstance(table, ast.Dict):
-        raise _Refused(f"predictions (line {table.lineno}) is not a dict literal {{...}}")
-    predictions: dict[str, Value] = {}
-    for key_node, value_node in zip(table.keys, table.values):
-        if key_node is None:
-            raise _Refused(f"line {value_node.lineno} unpacks another dict (**); write each check out")
-        key = _literal(key_node, "a key")
-        if not isinstance(key, str):
-            raise _Refused(f"the key {key!r} (line {key_node.lineno}) is not a check name in quotes")
-        if key in predictions:
-            raise _Refused(f"the check {key!r} is predicted twice (the second on line {key_node.lineno})")
-        value = _literal(value_node, f"the value of {key!r}")
-        if value is not None and not isinstance(value, (bool, int, float, str)):
-            raise _Refused(f"the value of {key!r} (line {value_node.lineno}) is a "
-                           f"{type(value).__name__}, not a number, a string or None")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise _Refused(f"the value of {key!r} (line {value_node.lineno}) is not a finite number")
-        predictions[key] = value
-    return predictions
-
-
 def read_predictions(nb: nbformat.NotebookNode, *, path: str = "notebook") -> dict[str, Value]:
     """The student's predictions: the dict the one cell tagged ``worksheet`` assigns.
 
@@ -247,44 +190,9 @@ def read_predictions(nb: nbformat.NotebookNode, *, path: str = "notebook") -> di
         raise ParameterError(_NOTEBOOK, path, _WORKSHEET,
                              f"its worksheet cell (cell {number}) is a {cell.get('cell_type')} cell")
     try:
-        return _parse_worksheet(cell.get("source", ""))
-    except _Refused as exc:
+        return parse_worksheet(cell.get("source", ""))
+    except Refused as exc:
         raise ParameterError(_NOTEBOOK, path, _WORKSHEET, f"its worksheet cell (cell {number}): {exc}") from None
-
-
-def worksheet_rows(source: str) -> list[tuple[str, Value, str]]:
-    """(check, the student's value, unit) per line of a worksheet cell, the unit taken from
-    the comment at the end of the check's line (``None,  # B``); empty for a cell that is
-    not a readable worksheet, which the page then shows as it is."""
-    try:
-        predictions = _parse_worksheet(source)
-    except _Refused:
-        return []
-    units: dict[int, str] = {}
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT:
-                units[token.start[0]] = token.string.lstrip("#").strip()
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    lines = {}
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Dict):
-            for key in node.keys:
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    lines[key.value] = key.lineno
-    return [(check, value, units.get(lines.get(check, 0), "")) for check, value in predictions.items()]
-
-
-def worksheet_box(source: str, *, language: str | None = None) -> str | None:
-    """The worksheet as a page shows it: one row per prediction, the student's value or an
-    empty box to write in (answer space on paper); None for a cell that is not a readable
-    worksheet."""
-    rows = worksheet_rows(source)
-    if not rows:
-        return None
-    return render("worksheet_box.html.j2", messages=Messages(language),
-                  rows=[(check, None if value is None else format_value(value), unit) for check, value, unit in rows])
 
 
 def case_id_of(nb: nbformat.NotebookNode) -> str | None:

@@ -134,7 +134,7 @@ def _postprocess(cells_html: str, id_prefix: str) -> tuple[str, list[str]]:
 def _as_shown(cell: nbformat.NotebookNode, language: str | None = None) -> nbformat.NotebookNode:
     """A worksheet cell becomes its box (the page hides code, and a student needs the questions
     and room to answer); every other cell stays as it is."""
-    from .grading import WORKSHEET_TAG, worksheet_box
+    from .worksheet import WORKSHEET_TAG, worksheet_box
 
     if cell.get("cell_type") != "code" or WORKSHEET_TAG not in cell.get("metadata", {}).get("tags", []):
         return cell
