@@ -8,11 +8,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-#: Order: the path first (everything rests on it), then capture, the pcap engine, reports, and
+#: Order: the path first (everything rests on it), then capture, the pcap engine and the
+#: diagnosis of every flow of a busy capture, reports, and
 #: how often the diagnosis is right on a labelled corpus, the course's wall time per case on
 #: each lab kernel (course-host.json beside course-uml.json), and last the full profile on one
 #: runner against a matrix of shards (the longest, ~1 h).
-ORDER = [("bench_fidelity.py",), ("bench_uml.py",), ("bench_capture.py",), ("bench_pcap.py",), ("bench_report.py",),
+ORDER = [("bench_fidelity.py",), ("bench_uml.py",), ("bench_capture.py",), ("bench_pcap.py",),
+         ("bench_diagnose_all.py",), ("bench_report.py",),
          ("bench_verdicts.py",), ("bench_course.py", "--kernel", "host"), ("bench_course.py", "--kernel", "uml"),
          ("bench_shards.py",)]
 

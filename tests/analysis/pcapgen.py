@@ -537,3 +537,110 @@ class Transfer:
                 self._emit(0, flags=ACK | PSH, length=self.mss, win=self._raw(64240))
                 outstanding.append((self.t, c.nxt[0]))
             self.t += 1e-6
+
+
+# ---------------------------------------------------------------- many interleaved flows (tcplab diagnose --all)
+
+#: The kinds of connection :func:`many_flows` mixes, and how often each comes (weights).
+FLOW_KINDS = {"request-response": 6, "bulk": 2, "loss": 2, "zero-window": 1, "tiny": 2, "idle": 2}
+
+
+def flow_template(kind: str, variant: int = 0) -> list[tuple[float, bytes]]:
+    """One scripted connection of ``kind`` (see :data:`FLOW_KINDS`), seen at the client:
+    (seconds from its first packet, IP packet) pairs; ``variant`` varies its round trip and
+    sizes. Client 10.0.0.1:40000, server 10.0.0.2:5001: :func:`many_flows` moves copies."""
+    rtt = (0.002, 0.01, 0.03, 0.08)[variant % 4]
+    tr = Transfer(rtt=rtt, t=0.0)
+    n = 3 + variant % 3
+    if kind == "request-response":  # small messages taking turns with think time
+        for _ in range(n):
+            tr.exchange(300 + 100 * variant, 2000, think=0.02)
+    elif kind == "bulk":  # round trips pinned by the receiver's window, past slow start
+        tr.rounds([2 * tr.mss] * (6 + n), rwnd=2 * tr.mss)
+    elif kind == "loss":  # a segment lost in the middle round
+        tr.round(6 * tr.mss)
+        tr.round(6 * tr.mss, lose=2)
+        tr.round(6 * tr.mss)
+    elif kind == "zero-window":  # the reader stops: the window closes for a second, probes, update
+        tr.round(4 * tr.mss, rwnd=16 * tr.mss)
+        tr.zero_window(4 * tr.mss, 1.0 + 0.2 * variant)
+        tr.round(2 * tr.mss)
+    elif kind == "tiny":  # one request, one answer
+        tr.exchange(100, 200)
+    elif kind == "idle":  # the application pauses between bursts
+        for _ in range(n):
+            tr.round(2 * tr.mss)
+            tr.idle(0.2)
+    else:
+        raise ValueError(f"no flow kind {kind!r}: one of {', '.join(FLOW_KINDS)}")
+    return [(t, raw) for t, raw in tr.frames]
+
+
+def _fold(total: int) -> int:
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+def _moved(raw: bytes, client_ip: bytes, port: int, outbound: bool) -> bytes:
+    """``raw`` (an IPv4/TCP packet of a template) with the client's address and port replaced,
+    both checksums updated incrementally (RFC 1624), so checkers still find them right."""
+    b = bytearray(raw)
+    ip_at, port_at = (12, 20) if outbound else (16, 22)
+    old = struct.unpack_from("!HHH", b, ip_at)[:2] + struct.unpack_from("!H", b, port_at)
+    new = struct.unpack("!HH", client_ip) + (port,)
+    b[ip_at:ip_at + 4] = client_ip
+    struct.pack_into("!H", b, port_at, port)
+    ip_sum = ~struct.unpack_from("!H", b, 10)[0] & 0xFFFF
+    tcp_sum = ~struct.unpack_from("!H", b, 36)[0] & 0xFFFF
+    for o, n in zip(old[:2], new[:2]):  # the address is in the IP header and the pseudo-header
+        ip_sum += (~o & 0xFFFF) + n
+        tcp_sum += (~o & 0xFFFF) + n
+    tcp_sum += (~old[2] & 0xFFFF) + new[2]
+    struct.pack_into("!H", b, 10, ~_fold(ip_sum) & 0xFFFF)
+    struct.pack_into("!H", b, 36, ~_fold(tcp_sum) & 0xFFFF)
+    return bytes(b)
+
+
+def many_flows(path, flows: int, *, seed: int = 0, rate: float = 1000.0, snaplen: int = 96) -> dict:
+    """A raw-IP pcap of ``flows`` connections of the kinds in :data:`FLOW_KINDS` (drawn by their
+    weights; about 20 packets each), starting at random at ``rate`` per second so hundreds are
+    open at once, their packets interleaved in time order. Each is a copy of a scripted
+    template moved to its own client address and port; payload beyond ``snaplen`` bytes is not
+    stored (as ``tcpdump -s``), which keeps a million packets near 100 MB. Returns packets,
+    flows and the kind of each flow (flow k is the k-th to start)."""
+    import random
+
+    import numpy as np
+
+    rnd = random.Random(seed)
+    templates = {(kind, v): flow_template(kind, v) for kind in FLOW_KINDS for v in range(4)}
+    kinds = rnd.choices(list(FLOW_KINDS), weights=list(FLOW_KINDS.values()), k=flows)
+    keys = [(kind, rnd.randrange(4)) for kind in kinds]
+    starts = sorted(rnd.uniform(0, flows / rate) for _ in range(flows))
+    # (time in µs, flow, packet of its template) for every packet, then time order.
+    times, owner, index = [], [], []
+    for k, (key, start) in enumerate(zip(keys, starts)):
+        tpl = templates[key]
+        times.append(np.round((start + np.array([t for t, _ in tpl])) * 1e6).astype(np.int64))
+        owner.append(np.full(len(tpl), k, np.int64))
+        index.append(np.arange(len(tpl)))
+    t_all, o_all, i_all = np.concatenate(times), np.concatenate(owner), np.concatenate(index)
+    order = np.argsort(t_all, kind="stable")
+    base_us = 1_700_000_000 * 1_000_000
+    ips = {}
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, 101))
+        out = []
+        for t, k, i in zip(t_all[order].tolist(), o_all[order].tolist(), i_all[order].tolist()):
+            raw = templates[keys[k]][i][1]
+            ip = ips.get(k // 60000) or ips.setdefault(k // 60000, socket.inet_aton(f"10.1.{k // 60000}.1"))
+            moved = _moved(raw, ip, 1024 + k % 60000, outbound=raw[12:16] == b"\x0a\x00\x00\x01")
+            ts = base_us + t
+            out.append(struct.pack("<IIII", ts // 1_000_000, ts % 1_000_000, min(len(moved), snaplen), len(moved))
+                       + moved[:snaplen])
+            if len(out) >= 65536:
+                fh.write(b"".join(out))
+                out.clear()
+        fh.write(b"".join(out))
+    return {"packets": int(len(t_all)), "flows": flows, "kinds": kinds}

@@ -21,7 +21,8 @@ from typing import Iterable
 
 import pandas as pd
 
-__all__ = ["COLUMNS", "CAPTURE_SUFFIXES", "captures_in", "diagnose_file", "diagnose_files"]
+__all__ = ["COLUMNS", "CAPTURE_SUFFIXES", "captures_in", "diagnose_file", "diagnose_files", "table_row",
+           "table_frame", "TableWriter"]
 
 #: The table's columns, in order.
 COLUMNS = ("capture", "flow", "sender", "receiver", "bytes", "duration_s", "goodput_bps", "label", "share",
@@ -37,7 +38,7 @@ def captures_in(folder: str | os.PathLike) -> list[Path]:
 
 def diagnose_file(path: str | os.PathLike, every_flow: bool = False) -> list[dict]:
     """The rows of one capture: its largest flow, or every flow that carried data."""
-    from .diagnose import diagnose
+    from .diagnose import diagnose_flows
     from .packets import read_packets
     from .table import data_flows
 
@@ -45,13 +46,14 @@ def diagnose_file(path: str | os.PathLike, every_flow: bool = False) -> list[dic
         table = read_packets(path)
         flows = data_flows(table)
         if not flows:
-            return [_row(path, error="no TCP payload")]
-        return [_row(path, diagnosis=diagnose(table, flow)) for flow in (flows if every_flow else flows[:1])]
+            return [table_row(path, error="no TCP payload")]
+        return [table_row(path, diagnosis=d) for d in diagnose_flows(table, flows if every_flow else flows[:1])]
     except Exception as exc:  # noqa: BLE001 - one bad file is a row of the table, not the end of it
-        return [_row(path, error=f"{type(exc).__name__}: {exc}")]
+        return [table_row(path, error=f"{type(exc).__name__}: {exc}")]
 
 
-def _row(path, *, diagnosis=None, error: str | None = None) -> dict:
+def table_row(path, *, diagnosis=None, error: str | None = None) -> dict:
+    """One row of the table (:data:`COLUMNS`): a flow's diagnosis, or why the file has none."""
     row = dict.fromkeys(COLUMNS)
     row.update(capture=str(path), error=error)
     if diagnosis is not None:
@@ -75,4 +77,64 @@ def diagnose_files(paths: Iterable[str | os.PathLike], *, every_flow: bool = Fal
         with ProcessPoolExecutor(max_workers=workers) as pool:
             rows = [row for rows_of_file in pool.map(diagnose_file, paths, [every_flow] * len(paths))
                     for row in rows_of_file]
+    return table_frame(rows)
+
+
+def table_frame(rows: list[dict]) -> pd.DataFrame:
+    """The table of :func:`table_row` rows, its columns in order."""
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+class TableWriter:
+    """Rows of the table written to ``path`` (.csv or .parquet) as they come, ``chunk`` at a
+    time: the verdicts on a busy server's capture (tens of thousands of flows, a summary
+    sentence each) are never held all at once. Opening the file happens here, so a path that
+    cannot be written fails before any work. Use as a context manager."""
+
+    #: Column types of the parquet file (a chunk whose ``error`` is all None keeps them).
+    ARROW_TYPES = {"capture": "string", "flow": "int64", "sender": "string", "receiver": "string", "bytes": "int64",
+                   "duration_s": "float64", "goodput_bps": "float64", "label": "string", "share": "float64",
+                   "summary": "string", "error": "string"}
+
+    def __init__(self, path: str | os.PathLike, chunk: int = 4096) -> None:
+        self.path, self.chunk, self.rows = str(path), chunk, []
+        self.csv = self.path.lower().endswith(".csv")
+        if self.csv:
+            self.file = open(self.path, "w", newline="", encoding="utf-8")
+            self.header = True
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            self.schema = pa.schema([(name, pa.type_for_alias(kind)) for name, kind in self.ARROW_TYPES.items()])
+            self.file = pq.ParquetWriter(self.path, self.schema)
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= self.chunk:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        frame = table_frame(self.rows)
+        self.rows = []
+        if self.csv:
+            frame.to_csv(self.file, header=self.header, index=False)
+            self.header = False
+        else:
+            import pyarrow as pa
+
+            self.file.write_table(pa.Table.from_pandas(frame, schema=self.schema, preserve_index=False))
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            self.file.close()
+
+    def __enter__(self) -> "TableWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

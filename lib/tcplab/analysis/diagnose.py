@@ -1,33 +1,37 @@
 """What limited a TCP transfer, read from its packets: :func:`diagnose`.
 
 Each round trip of the transfer (a time bin of :class:`~.metrics.FlowMetrics`) gets the limit
-its packets show (:func:`round_states`); the shares of time give :attr:`Diagnosis.limits`, and
+its packets show (:func:`round_states`, computed with the metrics); the shares of time give
+:attr:`Diagnosis.limits`, and
 the largest names the diagnosis, once the "sender side" is split by what else the packets,
 the run's context or the kernel's ``ss`` telemetry say. Verdicts that few packets suffice for
 (a silent peer, a closed window) come first; too little evidence is ``undetermined``, never a
 guess. The order of the rules is the code's: :meth:`_Reasoner.conclude` and
 :meth:`_Reasoner._split_sender_side`. The labels are stable codes; their words are in
 :mod:`tcplab.words` (``label.``, ``evidence.``, ``caveat.``).
+
+:func:`diagnose` is one flow; :func:`diagnose_flows` every flow of a capture (``tcplab diagnose
+--all``), from the metrics of all of them computed in one compiled pass: the same rules on the
+same numbers, so each flow gets the verdict it gets alone.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..params import Params, param
 from ..units import format_byte_rate, format_duration, format_rate, format_size
 from ..words import Messages, check_language
 from . import theory
-from .metrics import CAPTURE_FIELDS, FlowMetrics, flow_metrics
+from ._metrics_kernel import MIN_EXCHANGES  # noqa: F401  (the metrics count the turns; a rule of the diagnosis)
+from .metrics import CAPTURE_FIELDS, FlowMetrics, all_flow_metrics, flow_metrics
 from .packets import PacketTable
 
-__all__ = ["Diagnosis", "DiagnosisContext", "diagnose", "LABELS", "MIN_SHARE"]
+__all__ = ["Diagnosis", "DiagnosisContext", "diagnose", "diagnose_flows", "LABELS", "MIN_SHARE"]
 
 LABELS = ("sender-buffer-limited", "receiver-window-limited", "zero-window", "congestion-loss", "path-bandwidth",
           "application-limited", "nagle-delayed-ack", "window-scaling-absent", "slow-start", "cwnd-limited",
@@ -54,8 +58,6 @@ INFLIGHT_GROWTH = 1.3
 #: The receiver's window explains a rate only if the rate reaches at least this share of
 #: window / RTT; below it, with round trips growing behind a queue, the queue sets the pace.
 WINDOW_EXPLAINS = 0.5
-#: A request/response flow has at least this many exchanges.
-MIN_EXCHANGES = 3
 SENDER_SIDE = "sender-side"
 
 @dataclass(frozen=True)
@@ -142,6 +144,18 @@ def diagnose(table: PacketTable, flow: int | None = None, *, telemetry: pd.DataF
     return _Reasoner(metrics, context, words).conclude()
 
 
+def diagnose_flows(table: PacketTable, flows: Sequence[int] | None = None, *,
+                   context: DiagnosisContext | Mapping[str, Any] | None = None,
+                   language: str = "en") -> Iterator[Diagnosis]:
+    """The diagnosis of each of ``flows`` (default: every flow with packets), in that order,
+    one at a time: a capture of many flows never holds all their diagnoses. Each equals
+    :func:`diagnose` of that flow alone (without telemetry, which is one flow's)."""
+    context = _check_context(context)
+    words = Messages(check_language(language))
+    for metrics in all_flow_metrics(table, flows):
+        yield _Reasoner(metrics, context, words).conclude()
+
+
 def _check_context(context: DiagnosisContext | Mapping[str, Any] | None) -> dict[str, Any]:
     """The context's set fields; a mapping is checked as a :class:`DiagnosisContext`."""
     if not isinstance(context, DiagnosisContext):
@@ -150,55 +164,12 @@ def _check_context(context: DiagnosisContext | Mapping[str, Any] | None) -> dict
 
 
 def round_states(m: FlowMetrics) -> pd.Series:
-    """The limit each time bin (about one round trip) of the transfer shows; None: nothing happened."""
-    bins = m.throughput
-    n = len(bins)
-    start = bins["time"].to_numpy()
-    end = start + m.bin_s
-    state = np.full(n, None, dtype=object)
-
-    def overlap(frame: pd.DataFrame) -> np.ndarray:
-        if frame.empty:
-            return np.zeros(n)
-        s = frame["start"].to_numpy()[None, :]
-        e = frame["end"].to_numpy()[None, :]
-        return np.clip(np.minimum(e, end[:, None]) - np.maximum(s, start[:, None]), 0, None).sum(axis=1)
-
-    active = (bins["sent_bps"].to_numpy() > 0) | (bins["delivered_bps"].to_numpy() > 0)
-    # Lowest priority first; each later rule overrides.
-    state[active] = SENDER_SIDE
-    state[_pinned_bins(m, start, end)] = "receiver-window-limited"
-    gaps = m.gaps
-    for reason, label in (("receiver-window", "receiver-window-limited"), ("ack-wait", SENDER_SIDE),
-                          ("application", "application-limited"), ("peer-wait", "application-limited"),
-                          ("nagle-delayed-ack", "nagle-delayed-ack")):
-        state[overlap(gaps.loc[gaps["reason"] == reason]) >= 0.5 * m.bin_s] = label
-    loss_times = np.concatenate([m.retransmitted["time"].to_numpy(), m.resent["time"].to_numpy(), m.dup_ack_times,
-                                 gaps.loc[gaps["reason"] == "retransmission-timeout", "start"].to_numpy()])
-    hit = np.zeros(n, bool)
-    idx = np.searchsorted(start, loss_times, side="right") - 1
-    hit[idx[(idx >= 0) & (idx < n)]] = True
-    # Recovery, and the round trip after it, sent with the window just cut.
-    recovering = overlap(m.recoveries.assign(end=m.recoveries["end"] + m.bin_s)) + overlap(
-        gaps.loc[gaps["reason"] == "retransmission-timeout"])
-    state[hit | (recovering >= 0.5 * m.bin_s)] = "congestion-loss"
-    state[overlap(m.zero_windows) > 0] = "zero-window"
-    return pd.Series(state, index=start, name="limit")
-
-
-def _pinned_bins(m: FlowMetrics, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Bins where bytes in flight reach the receiver's advertised window (within 2 MSS)."""
-    pinned = np.zeros(len(start), bool)
-    if m.inflight.empty or m.rwnd["bytes"].isna().all():
-        return pinned
-    rw = m.rwnd.dropna(subset=["bytes"]).sort_values("time")
-    joined = pd.merge_asof(m.inflight.sort_values("time"), rw[["time", "bytes"]].rename(columns={"bytes": "rwnd"}),
-                           on="time", direction="backward").dropna(subset=["rwnd"])
-    mss = m.mss or 1460
-    near = joined["bytes"] >= joined["rwnd"] - 2 * mss
-    idx = np.searchsorted(start, joined.loc[near, "time"].to_numpy(), side="right") - 1
-    pinned[idx[(idx >= 0) & (idx < len(start))]] = True
-    return pinned
+    """The limit each time bin (about one round trip) of the transfer shows; None: nothing
+    happened. Computed with the metrics (:mod:`._metrics_kernel`, ``_round_states``): activity
+    is the sender side, bytes in flight at the receiver's window (within 2 MSS) its window,
+    gaps their reason's limit, a loss or a recovery (and the round trip after it) congestion,
+    any closed window zero-window; each rule overrides the ones before it."""
+    return m.series()["round_states"]
 
 
 class _Reasoner:
@@ -216,22 +187,23 @@ class _Reasoner:
     # --- the decision ------------------------------------------------------------------------
     def conclude(self) -> Diagnosis:
         m = self.m
-        states = round_states(m).dropna()
-        shares = states.value_counts(normalize=True)
-        self.evidence.update(rounds=len(states), shares={k: float(v) for k, v in shares.items()})
+        rounds = sum(m.facts.rounds.values())
+        # Largest first, ties by first appearance (the metrics count them in that order); a
+        # plain dict, not a Series: --all concludes tens of thousands of these.
+        shares = {k: v / rounds for k, v in m.facts.rounds.items()}
+        self.evidence.update(rounds=rounds, shares=dict(shares))
         # Shares of the flow (first to last packet, which holds the transfer), not of the
         # transfer: a silent peer or a closed window may outlast the last acknowledged byte.
         if m.unanswered_resends >= 2 and m.duration_s > 0 and m.unanswered_s >= MIN_SHARE * m.duration_s:
             silent = m.unanswered_s / m.duration_s
-            limits = pd.Series({"peer-unresponsive": silent,
-                                **{k: v * (1 - silent) for k, v in shares.items() if v * (1 - silent) > 0}})
+            limits = {"peer-unresponsive": silent,
+                      **{k: v * (1 - silent) for k, v in shares.items() if v * (1 - silent) > 0}}
             return self._done("peer-unresponsive", limits, self._peer_unresponsive())
         if m.zero_window_s > 0 and shares.get("zero-window", 0.0) >= MIN_SHARE:
-            return self._done("zero-window", shares, self._zero_window(float(shares["zero-window"])))
+            return self._done("zero-window", shares, self._zero_window(shares["zero-window"]))
         if m.data_packets < MIN_DATA_PACKETS:
             return self._done("undetermined", shares, self._say("undetermined-few", data_packets=m.data_packets))
-        best = shares.index[0] if len(shares) else "undetermined"
-        share = float(shares.iloc[0]) if len(shares) else 0.0
+        best, share = next(iter(shares.items()), ("undetermined", 0.0))
         if self._short_transfer() and best in (SENDER_SIDE, "receiver-window-limited"):
             return self._done("slow-start", shares, self._slow_start())
         if share < MIN_SHARE:
@@ -251,8 +223,8 @@ class _Reasoner:
             label = "path-bandwidth"
         if label == "undetermined":
             return self._done(label, shares, self._pending)
-        if label != best and label in shares.index:
-            share = float(shares[label])  # the label's own round trips, not the sender side's
+        if label != best and label in shares:
+            share = shares[label]  # the label's own round trips, not the sender side's
         return self._done(label, shares, getattr(self, "_" + label.replace("-", "_"))(share))
 
     def _split_sender_side(self) -> str:
@@ -294,28 +266,14 @@ class _Reasoner:
         rate = self.context.get("rate_bps")
         return bool(rate) and self.m.goodput_bps >= PATH_RATE_SHARE * self._max_goodput(rate)
 
-    @cached_property
-    def turns(self) -> pd.DataFrame | None:
-        """The sender's messages when the flow takes turns with its peer, each message out
-        within a round trip (so the wait for the peer, not TCP, sets the pace); else None."""
-        m = self.m
-        ex = m.requests
-        if len(ex) < MIN_EXCHANGES or not (math.isfinite(m.rtt_s) and m.rtt_s > 0):
-            return None
-        side = "request" if m.data_dir == 0 else "response"
-        turns = pd.DataFrame({"start": ex[f"{side}_start"], "end": ex[f"{side}_end"], "bytes": ex[f"{side}_bytes"]})
-        if float((turns["end"] - turns["start"]).median()) > m.rtt_s:
-            return None
-        # A turn starts with nothing else of the sender's in flight: it waited for the peer's
-        # message. Data clocked out by ACKs while the peer also talks (application
-        # acknowledgements beside one-way bulk, like IRC DCC's 4-byte byte counts) takes none.
-        times, inflight = m.inflight["time"].to_numpy(), m.inflight["bytes"].to_numpy()
-        at = np.searchsorted(times, turns["start"].to_numpy())
-        seen = at < len(times)
-        seen[seen] = times[at[seen]] == turns["start"].to_numpy()[seen]
-        if seen.any() and (inflight[at[seen]] <= (m.mss or 1460)).mean() < 0.5:
-            return None
-        return turns
+    @property
+    def turns(self) -> int | None:
+        """How many messages the sender sent when the flow takes turns with its peer, each
+        out within a round trip and started with nothing else of its own in flight (so the
+        wait for the peer, not TCP, sets the pace); else None. Data clocked out by ACKs while
+        the peer also talks (application acknowledgements beside one-way bulk, like IRC DCC's
+        4-byte byte counts) takes none. Counted with the metrics (``_turns``)."""
+        return self.m.facts.turns
 
     def _cwnd_holds(self) -> str | None:
         """Why the congestion window, not a buffer, holds the sender ("telemetry", "growth",
@@ -336,16 +294,11 @@ class _Reasoner:
             return "loss"
         return None
 
-    @cached_property
+    @property
     def inflight_growth(self) -> float:
         """Bytes in flight (90th percentile) in the last quarter of the transfer over the second
         (the first holds slow start)."""
-        values = self.m.inflight["bytes"].to_numpy()
-        if len(values) < 8:
-            return math.nan
-        quarters = np.array_split(values, 4)
-        early = float(np.percentile(quarters[1], 90))
-        return float(np.percentile(quarters[3], 90)) / early if early > 0 else math.nan
+        return self.m.facts.inflight_growth
 
     def _rtt_growth(self) -> float:
         m = self.m
@@ -361,7 +314,7 @@ class _Reasoner:
             and m.zero_window_packets == 0
 
     def _max_goodput(self, rate: float) -> float:
-        return theory.max_goodput(rate, int(self.context.get("mtu", 1500)), ts=bool(self.m.rtt["source"].eq("ts").any()))
+        return theory.max_goodput(rate, int(self.context.get("mtu", 1500)), ts=self.m.facts.ts_samples > 0)
 
     # --- evidence per label -------------------------------------------------------------------
     def _predicted(self, window: float) -> float:
@@ -472,29 +425,25 @@ class _Reasoner:
         self.evidence.update(receiver_prunes=prunes)
         return self._say("receiver-pruned", prunes=prunes)
 
-    def _gap_evidence(self, key: str, reasons: tuple[str, ...], share: float) -> list[str]:
-        gaps = self.m.gaps.loc[self.m.gaps["reason"].isin(reasons)]
-        self.evidence.update(gaps=len(gaps), gap_s=float(gaps["duration"].sum()),
-                             gap_median_s=float(gaps["duration"].median()) if len(gaps) else math.nan)
-        return self._say(key, n_gaps=len(gaps), idle=_dur(gaps["duration"].sum()),
-                         stall=_dur(gaps["duration"].median()) if len(gaps) else "-", share=_pct(share))
+    def _gap_evidence(self, key: str, gaps: int, total_s: float, median_s: float, share: float) -> list[str]:
+        self.evidence.update(gaps=gaps, gap_s=total_s, gap_median_s=median_s if gaps else math.nan)
+        return self._say(key, n_gaps=gaps, idle=_dur(total_s), stall=_dur(median_s) if gaps else "-",
+                         share=_pct(share))
 
     def _application_limited(self, share: float) -> list[str]:
-        m = self.m
+        m, f = self.m, self.m.facts
         out = []
         turns = self.turns
         if turns is not None:
-            wait = float((turns["start"].shift(-1) - turns["end"]).median())  # from one message to the next
-            self.evidence.update(exchanges=len(turns), message_median_bytes=float(turns["bytes"].median()),
+            wait = f.turn_wait_median_s  # from one message to the next
+            self.evidence.update(exchanges=turns, message_median_bytes=f.turn_bytes_median,
                                  peer_wait_median_s=wait, rtt_s=self.rtt, goodput_bps=m.goodput_bps)
-            out += self._say("application-exchanges", exchanges=len(turns), message=_size(turns["bytes"].median()),
+            out += self._say("application-exchanges", exchanges=turns, message=_size(f.turn_bytes_median),
                              wait=_dur(wait), rtt=_dur(self.rtt), goodput=_rate_bytes(m.goodput_bps))
-        gaps = m.gaps["reason"].isin(("application", "peer-wait"))
-        if gaps.any() or turns is None:
-            out += self._gap_evidence("application-limited", ("application", "peer-wait"), share)
-            woken = int((m.gaps["reason"] == "peer-wait").sum())
-            if woken:
-                out += self._say("application-peer-wait", n_woken=woken)
+        if f.app_gaps or turns is None:
+            out += self._gap_evidence("application-limited", f.app_gaps, f.app_gap_s, f.app_gap_median_s, share)
+            if f.peer_wait_gaps:
+                out += self._say("application-peer-wait", n_woken=f.peer_wait_gaps)
         return out
 
     def _cwnd_limited(self, share: float) -> list[str]:
@@ -525,7 +474,8 @@ class _Reasoner:
         return out
 
     def _nagle_delayed_ack(self, share: float) -> list[str]:
-        return self._gap_evidence("nagle-delayed-ack", ("nagle-delayed-ack",), share)
+        f = self.m.facts
+        return self._gap_evidence("nagle-delayed-ack", f.nagle_gaps, f.nagle_gap_s, f.nagle_gap_median_s, share)
 
     def _slow_start(self) -> list[str]:
         m = self.m
@@ -550,7 +500,7 @@ class _Reasoner:
     def _say(self, key: str, **values: Any) -> list[str]:
         return [self.words(f"evidence.{key}", **values)]
 
-    def _done(self, label: str, shares: pd.Series, sentences: list[str]) -> Diagnosis:
+    def _done(self, label: str, shares: dict[str, float], sentences: list[str]) -> Diagnosis:
         title = self.words(f"label.{label}.title")
         limits: dict[str, float] = {}
         for k, v in shares.items():

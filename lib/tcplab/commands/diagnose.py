@@ -1,4 +1,5 @@
 """``tcplab diagnose FILE``: what limited the TCP transfer in a capture (any pcap/pcapng);
+``tcplab diagnose FILE --all [-o table.csv]``: every flow of it, one line each (and one table);
 ``tcplab diagnose FOLDER [--all] [-o table.csv]``: every capture in a folder, in parallel
 (:mod:`tcplab.analysis.batch`), one line per capture (per flow with ``--all``).
 
@@ -16,7 +17,7 @@ import os
 import sys
 import warnings
 from collections import Counter
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..analysis.diagnose import LABELS
 from ..analysis.metrics import flow_rows
@@ -43,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "(a server's capture: which connections hit which limit)")
     parser.add_argument("--json", action="store_true", help="print the diagnosis (or the flow list) as JSON")
     parser.add_argument("-o", "--output", metavar="REPORT.html",
-                        help="write a self-contained HTML report; for a folder, the table (.csv or .parquet)")
+                        help="write a self-contained HTML report; with --all or for a folder, the table "
+                             "(.csv or .parquet)")
     parser.add_argument("--t-range", metavar="A:B", help="only packets from A to B seconds into the capture")
     return parser
 
@@ -91,6 +93,20 @@ def main(argv: Sequence[str]) -> int:
         print(f"tcplab diagnose: internal error: {type(exc).__name__}: {exc} (please report it with the "
               "capture; TCPLAB_TRACEBACK=1 shows where)", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        _before_exit()
+
+
+def _before_exit() -> None:
+    """When this process is the ``tcplab`` command and ends right after: leave its objects to
+    the OS. The interpreter's shutdown would otherwise walk every object pandas, numba and
+    the packet table made (~0.3 s, a third of the run on a small capture). Not when the
+    command runs inside another program, whose garbage must still be collected."""
+    import gc
+
+    program = sys.argv[0] if sys.argv else ""
+    if os.path.basename(program) == "tcplab" or program.endswith(os.path.join("tcplab", "commands", "__main__.py")):
+        gc.freeze()
 
 
 def _diagnose(argv: Sequence[str]) -> int:
@@ -118,12 +134,12 @@ def _diagnose(argv: Sequence[str]) -> int:
         if args.list:
             return _print_flows(table, args.json)
         if args.all:
-            if args.flow is not None or args.output:
+            if args.flow is not None or (args.output and not _is_table(args.output)):
                 raise ParameterError("--all", "with " + ("--flow" if args.flow is not None else "--output"),
-                                     "--all alone, or with --t-range and --json",
-                                     "--all diagnoses every flow; --flow and --output are about one")
-            results = diagnose_all(_between(table, t_range))
-            return _print_all(results, args.json)
+                                     "--all alone, or with --t-range, --json and -o a table (" +
+                                     " or ".join(TABLE_SUFFIXES) + ")",
+                                     "--all diagnoses every flow; --flow and a page are about one")
+            return _print_all(args, diagnose_all(_between(table, t_range)))
         if args.flow is not None and not 0 <= args.flow < len(table.flows):
             raise ParameterError("--flow", args.flow, f"a flow number from 0 to {len(table.flows) - 1} (see --list)")
         table = _between(table, t_range)
@@ -151,20 +167,32 @@ def _diagnose(argv: Sequence[str]) -> int:
     return EXIT_UNDETERMINED if result.label == "undetermined" else EXIT_OK
 
 
-#: What a folder's table may be written as, by the suffix of ``-o``.
+#: What a table of verdicts (``--all``, a folder) may be written as, by the suffix of ``-o``.
 TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+def _is_table(output: str) -> bool:
+    return os.path.splitext(output)[1].lower() in TABLE_SUFFIXES
+
+
+def _write_table(frame, output: str) -> bool:
+    """``frame`` to ``output`` (.csv or .parquet); False, said on stderr, when it cannot be written."""
+    try:
+        (frame.to_csv if output.lower().endswith(".csv") else frame.to_parquet)(output, index=False)
+    except OSError as exc:
+        print(f"tcplab diagnose: cannot write {output}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def _diagnose_folder(args: argparse.Namespace) -> int:
     """Every capture under the folder: its largest flow (every data flow with ``--all``)."""
-    from pathlib import Path
-
     from ..analysis.batch import CAPTURE_SUFFIXES, captures_in, diagnose_files
 
     for option, given in (("--flow", args.flow is not None), ("--list", args.list), ("--t-range", args.t_range)):
         if given:
             raise ParameterError(option, "with a folder", "a capture file", f"{option} is about one capture")
-    if args.output and Path(args.output).suffix.lower() not in TABLE_SUFFIXES:
+    if args.output and not _is_table(args.output):
         raise ParameterError("--output", args.output, "a table file: " + " or ".join(TABLE_SUFFIXES),
                              "a folder gives a table, not a page")
     paths = captures_in(args.file)
@@ -173,12 +201,8 @@ def _diagnose_folder(args: argparse.Namespace) -> int:
                              "no capture in the folder")
     frame = diagnose_files(paths, every_flow=args.all)
     frame["capture"] = [os.path.relpath(c, args.file) for c in frame["capture"]]
-    if args.output:
-        try:
-            (frame.to_csv if args.output.lower().endswith(".csv") else frame.to_parquet)(args.output, index=False)
-        except OSError as exc:
-            print(f"tcplab diagnose: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+    if args.output and not _write_table(frame, args.output):
+        return EXIT_BAD_INPUT
     failed = frame[frame["error"].notna()]
     done = frame[frame["error"].isna()]
     if args.json:
@@ -202,11 +226,14 @@ def _diagnose_folder(args: argparse.Namespace) -> int:
     return EXIT_OK if (done["label"] != "undetermined").any() else EXIT_UNDETERMINED
 
 
-def diagnose_all(table) -> list:
-    """The diagnosis of every flow of ``table`` that carries payload, largest first."""
+def diagnose_all(table) -> Iterator:
+    """The diagnosis of every flow of ``table`` that carries payload, largest first, one at a
+    time (:func:`~tcplab.analysis.diagnose.diagnose_flows`: all flows' metrics in one compiled
+    pass, then each verdict as it is printed, so a busy server's capture is never held as
+    tens of thousands of results)."""
     from tqdm import tqdm
 
-    from ..analysis.diagnose import diagnose
+    from ..analysis.diagnose import diagnose_flows
     from ..analysis.table import data_flows
 
     flows = data_flows(table)
@@ -214,24 +241,50 @@ def diagnose_all(table) -> list:
         raise ParameterError("file", str(table.source.path), "a capture holding TCP payload (in --t-range)",
                              "no flow carried data")
     # Shown only to a person watching: a capture from a busy server can hold thousands of flows.
-    progress = tqdm(flows, desc="diagnosing", unit="flow", file=sys.stderr,
-                    disable=len(flows) < 20 or not sys.stderr.isatty())
-    return [diagnose(table, flow) for flow in progress]
+    return iter(tqdm(diagnose_flows(table, flows), total=len(flows), desc="diagnosing", unit="flow",
+                     file=sys.stderr, disable=len(flows) < 20 or not sys.stderr.isatty()))
 
 
-def _print_all(results: list, as_json: bool) -> int:
-    if as_json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
-    else:
-        print(f"{'flow':>4}  {'sender':<24} {'receiver':<24} {'data':>10} {'duration':>10} {'goodput':>13}  diagnosis")
-        for r in results:
+def _print_all(args: argparse.Namespace, results: Iterator) -> int:
+    """Each flow's line (or JSON object) as soon as it is diagnosed, then the count per label;
+    with ``-o``, each flow's row of the table as well (the columns of a folder's table,
+    :data:`tcplab.analysis.batch.COLUMNS`), written as it comes."""
+    from contextlib import nullcontext
+
+    from ..analysis.batch import TableWriter, table_row
+
+    try:
+        writer = TableWriter(args.output) if args.output else nullcontext()
+    except OSError as exc:
+        print(f"tcplab diagnose: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    counts: Counter = Counter()
+    out = sys.stdout
+    with writer:
+        if args.json:
+            out.write("[")
+        else:
+            out.write(f"{'flow':>4}  {'sender':<24} {'receiver':<24} {'data':>10} {'duration':>10} "
+                      f"{'goodput':>13}  diagnosis\n")
+        for n, r in enumerate(results):
+            counts[r.label] += 1
+            if args.output:
+                writer.add(table_row(args.file, diagnosis=r))
+            if args.json:
+                # The layout json.dumps(list, indent=2) gives, one element at a time.
+                out.write(("," if n else "") + "\n  " + json.dumps(r.to_dict(), indent=2).replace("\n", "\n  "))
+                continue
             m = r.metrics
             sender, receiver = m.data_endpoints
-            print(f"{m.flow:>4}  {sender:<24} {receiver:<24} {format_size(m.payload_bytes):>10} "
-                  f"{format_duration(m.transfer_s):>10} {_goodput(m.goodput_bps):>13}  {r.label}")
-        counts = Counter(r.label for r in results)
-        print(f"{len(results)} flow(s): " + ", ".join(f"{n} {label}" for label, n in counts.most_common()))
-    clear = any(r.label != "undetermined" for r in results)
+            out.write(f"{m.flow:>4}  {sender:<24} {receiver:<24} {format_size(m.payload_bytes):>10} "
+                      f"{format_duration(m.transfer_s):>10} {_goodput(m.goodput_bps):>13}  {r.label}\n")
+    if args.json:
+        out.write("\n]\n")
+    else:
+        print(f"{sum(counts.values())} flow(s): " + ", ".join(f"{n} {label}" for label, n in counts.most_common()))
+        if args.output:
+            print(f"table written to {args.output}")
+    clear = any(label != "undetermined" for label in counts)
     return EXIT_OK if clear else EXIT_UNDETERMINED
 
 
