@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import RESULTS, save, table
+from common import RESULTS, save_to, table
 
 ROOT = Path(__file__).resolve().parents[1]
 TCPLAB = ROOT / ".venv" / "bin" / "tcplab"
@@ -162,14 +162,7 @@ def main() -> int:
     extra = {"capture": {"packets": n, "flows": meta["flows"], "kinds": kinds, "snaplen": 96},
              "stages": stage, "goals": GOALS, "met": checks, "load_average": [load, load_after],
              "under_measurement_lock": True}
-    if args.out.resolve().parent == RESULTS.resolve():
-        saved = save(args.out.stem, rows, **extra)
-    else:
-        import common
-
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"environment": common.environment(), "rows": rows, **extra}, indent=2))
-        saved = args.out
+    saved = save_to(args.out, rows, **extra)
     print(f"  result: {saved}")
     return 0 if all(checks.values()) else 1
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import RESULTS, save, table
+from common import RESULTS, save_to, table
 
 SNAPLEN = 96
 MSS = 1448
@@ -415,14 +415,7 @@ def main() -> int:
 
     extra = {"capture": {"path": str(path), "bytes": path.stat().st_size, "snaplen": SNAPLEN, **meta},
              "goals": GOALS, "met": checks, "mismatched_rows": mismatched, "mismatched_expert_rows": flag_mismatched}
-    if args.out.resolve().parent == RESULTS.resolve():
-        saved = save(args.out.stem, rows, **extra)
-    else:
-        import common
-
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"environment": common.environment(), "rows": rows, **extra}, indent=2))
-        saved = args.out
+    saved = save_to(args.out, rows, **extra)
     print(f"  result: {saved}")
     return 0 if all(checks.values()) else 1
 

@@ -36,6 +36,16 @@ def save(name: str, rows: list[dict], **extra) -> Path:
     return path
 
 
+def save_to(out: Path, rows: list[dict], **extra) -> Path:
+    """The result where a bench's ``--out`` points: into ``results/`` as :func:`save` writes
+    it (named after ``out``), or to any other file with the same content."""
+    if out.resolve().parent == RESULTS.resolve():
+        return save(out.stem, rows, **extra)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"environment": environment(), "rows": rows, **extra}, indent=2))
+    return out
+
+
 def table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
     """Plain-text table; columns are (key, heading, format)."""
     head = [h for _, h, _ in columns]
