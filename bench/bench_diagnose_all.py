@@ -30,21 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import RESULTS, save_to, table
+from common import CHILD_TIMER, RESULTS, save_to, table
 
 ROOT = Path(__file__).resolve().parents[1]
 TCPLAB = ROOT / ".venv" / "bin" / "tcplab"
 GOALS = {"seconds": 30.0, "flows_per_s": 10_000, "bytes_per_packet": 600, "tiny_s": 0.5}
-
-# A child's wall time and peak RSS, measured from a parent that does nothing else.
-_CHILD = r"""
-import resource, subprocess, sys, time
-with open(sys.argv[1], "wb") as out:
-    t0 = time.perf_counter()
-    code = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.DEVNULL).returncode
-    t1 = time.perf_counter()
-print(code, t1 - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
-"""
 
 # Where the time goes: the --all path's stages, in one process (as the command runs them);
 # each later stage runs the earlier ones again, so its own share is the difference.
@@ -82,7 +72,7 @@ print(json.dumps({"imports_s": t1 - t0, "read_s": t2 - t1, "compiled_pass_s": co
 
 
 def timed(args: list, out: Path) -> tuple[int, float, int]:
-    res = subprocess.run([sys.executable, "-c", _CHILD, str(out), *map(str, args)], capture_output=True, text=True,
+    res = subprocess.run([sys.executable, "-c", CHILD_TIMER, str(out), *map(str, args)], capture_output=True, text=True,
                          check=True)
     code, seconds, peak = res.stdout.split()
     return int(code), float(seconds), int(peak)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import RESULTS, save_to, table
+from common import CHILD_TIMER, RESULTS, save_to, table
 
 SNAPLEN = 96
 MSS = 1448
@@ -314,15 +314,6 @@ else:
                       "frames": table.source.frames, "table_bytes": int(table.packets.memory_usage(deep=True).sum())}))
 """
 
-_CHILD_PEAK = r"""
-import resource, subprocess, sys, time
-with open(sys.argv[1], "wb") as out:
-    t0 = time.perf_counter()
-    code = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.DEVNULL).returncode
-    t1 = time.perf_counter()
-print(code, t1 - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
-"""
-
 
 def run_engine(path: Path, warm: Path, mode: str) -> dict:
     out = subprocess.run([sys.executable, "-c", _ENGINE, str(path), str(warm), mode], capture_output=True,
@@ -333,7 +324,7 @@ def run_engine(path: Path, warm: Path, mode: str) -> dict:
 def run_tshark(path: Path, out: Path) -> dict:
     from tcplab.analysis import _tshark
 
-    res = subprocess.run([sys.executable, "-c", _CHILD_PEAK, str(out), *_tshark.command(str(path))],
+    res = subprocess.run([sys.executable, "-c", CHILD_TIMER, str(out), *_tshark.command(str(path))],
                          capture_output=True, text=True, check=True)
     code, seconds, peak = res.stdout.split()
     if int(code) != 0:

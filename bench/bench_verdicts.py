@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 import tempfile
 import time
 from collections import Counter

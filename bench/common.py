@@ -14,6 +14,17 @@ from tcplab.runs import package_version, tool_version
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
+#: ``python -c CHILD_TIMER OUT CMD...``: runs CMD with its output in OUT and prints its exit code,
+#: wall seconds and peak RSS in bytes, measured from a parent that does nothing else.
+CHILD_TIMER = r"""
+import resource, subprocess, sys, time
+with open(sys.argv[1], "wb") as out:
+    t0 = time.perf_counter()
+    code = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.DEVNULL).returncode
+    t1 = time.perf_counter()
+print(code, t1 - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+"""
+
 
 def environment() -> dict:
     return {
