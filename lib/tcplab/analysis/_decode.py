@@ -14,8 +14,8 @@ in corner cases such as a SYN-ACK seen before its SYN or options cut by the snap
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from ._pcapio import rd16, rd32
 
 M32 = 0xFFFFFFFF

@@ -18,9 +18,9 @@ RTT from) is the first of its run because equal ends keep arrival order.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from ._decode import M32, TH_ACK, TH_FIN, TH_RST, TH_SYN, TWO31, TWO32, _s32
+from ._jit import njit
 
 # Wireshark's TCP_A_* bits (packet-tcp.c), so a mask means the same thing in both.
 A_RETRANSMISSION = 0x0001

@@ -20,13 +20,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from ._decode import TH_ACK, TH_SYN
 from ._expert_kernel import (
     A_ACK_LOST_PACKET, A_DUPLICATE_ACK, A_FAST_RETRANSMISSION, A_KEEP_ALIVE, A_LOST_PACKET, A_RETRANSMISSION,
     A_SPURIOUS_RETRANSMISSION, A_WINDOW_FULL, A_WINDOW_UPDATE, A_ZERO_WINDOW, A_ZERO_WINDOW_PROBE,
 )
+from ._jit import njit
 
 #: A delayed ACK on Linux waits at least 40 ms (TCP_DELACK_MIN); 30 ms of extra wait
 #: beyond the path's round trip counts as one.

@@ -12,7 +12,8 @@ byte offset in a one-line error, and keep what came before a cut-off last record
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 # Walk status.
 OK = 0

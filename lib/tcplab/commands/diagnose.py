@@ -19,19 +19,32 @@ import warnings
 from collections import Counter
 from typing import Iterator, Sequence
 
-from ..analysis.diagnose import LABELS
-from ..analysis.metrics import flow_rows
+from ..analysis._jit import interpret_if_small
 from ..units import ParameterError, format_duration, format_rate, format_size, parse_duration
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_UNDETERMINED
 
 __all__ = ["main", "build_parser", "parse_t_range"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """The labels join the epilog only when help is shown: they live in
+    :mod:`tcplab.analysis.diagnose`, whose import (pandas, the kernels) must wait until the
+    capture's size has chosen how the kernels run (:func:`~tcplab.analysis._jit.interpret_if_small`)."""
+
+    def format_help(self) -> str:
+        from ..analysis.diagnose import LABELS
+
+        epilog, self.epilog = self.epilog, "labels: " + ", ".join(LABELS) + ". " + (self.epilog or "")
+        try:
+            return super().format_help()
+        finally:
+            self.epilog = epilog
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tcplab diagnose", description="Diagnose what limited a TCP transfer in a pcap or pcapng file.",
-        epilog="labels: " + ", ".join(LABELS) + ". "
-               "exit codes: 0 diagnosed; 1 no clear limit (undetermined; with --all: for every flow); "
+        epilog="exit codes: 0 diagnosed; 1 no clear limit (undetermined; with --all: for every flow); "
                "2 bad input (unreadable or not a capture, no TCP, no such flow, bad option); "
                "3 internal error (a fault in tcplab: please report it with the capture; "
                "TCPLAB_TRACEBACK=1 shows where)")
@@ -115,6 +128,8 @@ def _diagnose(argv: Sequence[str]) -> int:
         args = parser.parse_args(list(argv))
     except SystemExit as exc:  # argparse: --help is 0, a bad option 2
         return int(exc.code or 0)
+    if not os.path.isdir(args.file):
+        interpret_if_small([args.file])  # before the analysis loads its kernels
     from ..analysis.diagnose import diagnose
     from ..analysis.packets import PcapError, read_packets
 
@@ -289,6 +304,8 @@ def _print_all(args: argparse.Namespace, results: Iterator) -> int:
 
 
 def _print_flows(table, as_json: bool) -> int:
+    from ..analysis.metrics import flow_rows
+
     rows = flow_rows(table)
     if as_json:
         print(json.dumps(rows, indent=2))
