@@ -36,8 +36,9 @@ def captures_in(folder: str | os.PathLike) -> list[Path]:
     return sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix.lower() in CAPTURE_SUFFIXES)
 
 
-def diagnose_file(path: str | os.PathLike, every_flow: bool = False) -> list[dict]:
-    """The rows of one capture: its largest flow, or every flow that carried data."""
+def diagnose_file(path: str | os.PathLike, every_flow: bool = False, language: str = "en") -> list[dict]:
+    """The rows of one capture: its largest flow, or every flow that carried data (the
+    summaries in ``language``)."""
     from .diagnose import diagnose_flows
     from .packets import read_packets
     from .table import data_flows
@@ -47,7 +48,8 @@ def diagnose_file(path: str | os.PathLike, every_flow: bool = False) -> list[dic
         flows = data_flows(table)
         if not flows:
             return [table_row(path, error="no TCP payload")]
-        return [table_row(path, diagnosis=d) for d in diagnose_flows(table, flows if every_flow else flows[:1])]
+        return [table_row(path, diagnosis=d) for d in diagnose_flows(table, flows if every_flow else flows[:1],
+                                                                     language=language)]
     except Exception as exc:  # noqa: BLE001 - one bad file is a row of the table, not the end of it
         return [table_row(path, error=f"{type(exc).__name__}: {exc}")]
 
@@ -65,17 +67,18 @@ def table_row(path, *, diagnosis=None, error: str | None = None) -> dict:
     return row
 
 
-def diagnose_files(paths: Iterable[str | os.PathLike], *, every_flow: bool = False,
-                   workers: int | None = None) -> pd.DataFrame:
+def diagnose_files(paths: Iterable[str | os.PathLike], *, every_flow: bool = False, workers: int | None = None,
+                   language: str = "en") -> pd.DataFrame:
     """Every capture of ``paths`` diagnosed, ``workers`` processes at a time (default: one per
     core), as one table in the order of ``paths``."""
     paths = [Path(p) for p in paths]
     workers = max(1, min(workers or os.cpu_count() or 1, len(paths) or 1))
     if workers == 1:
-        rows = [row for p in paths for row in diagnose_file(p, every_flow)]
+        rows = [row for p in paths for row in diagnose_file(p, every_flow, language)]
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            rows = [row for rows_of_file in pool.map(diagnose_file, paths, [every_flow] * len(paths))
+            rows = [row for rows_of_file in pool.map(diagnose_file, paths, [every_flow] * len(paths),
+                                                              [language] * len(paths))
                     for row in rows_of_file]
     return table_frame(rows)
 

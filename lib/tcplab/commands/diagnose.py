@@ -2,6 +2,9 @@
 ``tcplab diagnose FILE --all [-o table.csv]``: every flow of it, one line each (and one table);
 ``tcplab diagnose FOLDER [--all] [-o table.csv]``: every capture in a folder, in parallel
 (:mod:`tcplab.analysis.batch`), one line per capture (per flow with ``--all``).
+``--language zh`` (default ``$TCPLAB_LANG``, else English): the lines, the table headers, the
+diagnosis's title and sentences and the HTML page in that language (``strings/<language>.json``);
+labels, endpoints, units and the JSON's keys stay as they are.
 
 The diagnosis comes from :mod:`tcplab.analysis`; this module reads the options, prints, and
 writes the HTML page (:mod:`tcplab.report.diagnosis_page`). Exit codes: 0 diagnosed; 1 read fine but no
@@ -15,12 +18,15 @@ import argparse
 import json
 import os
 import sys
+import unicodedata
 import warnings
 from collections import Counter
+from contextlib import contextmanager
 from typing import Iterator, Sequence
 
 from ..analysis._jit import interpret_if_small
 from ..units import ParameterError, format_duration, format_rate, format_size, parse_duration
+from ..words import Messages, default_language, languages
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_UNDETERMINED
 
 __all__ = ["main", "build_parser", "parse_t_range"]
@@ -60,7 +66,40 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write a self-contained HTML report; with --all or for a folder, the table "
                              "(.csv or .parquet)")
     parser.add_argument("--t-range", metavar="A:B", help="only packets from A to B seconds into the capture")
+    parser.add_argument("--language", default=None, metavar="LANG",
+                        help="language of the lines, the diagnosis's sentences and the page: en, zh, … (a strings "
+                             "file in tcplab/strings/; default: $TCPLAB_LANG, else en)")
     return parser
+
+
+def check_language_option(asked: str | None) -> str:
+    """``--language``, else ``$TCPLAB_LANG``, else English; refused by the name it was given
+    under, with the languages that have a strings file, unless it has one."""
+    language = asked or default_language()
+    if language not in languages():
+        raise ParameterError("--language" if asked else "TCPLAB_LANG", language, "one of " + ", ".join(languages()))
+    return language
+
+
+@contextmanager
+def _language_env(language: str):
+    """``TCPLAB_LANG`` set to ``language`` for the block, as it was after."""
+    before = os.environ.get("TCPLAB_LANG")
+    os.environ["TCPLAB_LANG"] = language
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TCPLAB_LANG"]
+        else:
+            os.environ["TCPLAB_LANG"] = before
+
+
+def _pad(text: object, width: int, align: str = "<") -> str:
+    """``text`` padded to ``width`` terminal columns: a Chinese character takes two."""
+    text = str(text)
+    wide = sum(unicodedata.east_asian_width(c) in "WF" for c in text)
+    return format(text, f"{align}{max(0, width - wide)}")
 
 
 def parse_t_range(text: str | None) -> tuple[float, float] | None:
@@ -128,6 +167,12 @@ def _diagnose(argv: Sequence[str]) -> int:
         args = parser.parse_args(list(argv))
     except SystemExit as exc:  # argparse: --help is 0, a bad option 2
         return int(exc.code or 0)
+    try:
+        args.language = check_language_option(args.language)
+    except ParameterError as exc:  # before the capture is read: nothing was touched
+        print(f"tcplab diagnose: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    words = Messages(args.language)
     if not os.path.isdir(args.file):
         interpret_if_small([args.file])  # before the analysis loads its kernels
     from ..analysis.diagnose import diagnose
@@ -135,7 +180,7 @@ def _diagnose(argv: Sequence[str]) -> int:
 
     if os.path.isdir(args.file):
         try:
-            return _diagnose_folder(args)
+            return _diagnose_folder(args, words)
         except ParameterError as exc:
             print(f"tcplab diagnose: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -147,38 +192,41 @@ def _diagnose(argv: Sequence[str]) -> int:
         for w in caught:
             print(f"tcplab diagnose: warning: {w.message}", file=sys.stderr)
         if args.list:
-            return _print_flows(table, args.json)
+            return _print_flows(table, args.json, words)
         if args.all:
             if args.flow is not None or (args.output and not _is_table(args.output)):
                 raise ParameterError("--all", "with " + ("--flow" if args.flow is not None else "--output"),
                                      "--all alone, or with --t-range, --json and -o a table (" +
                                      " or ".join(TABLE_SUFFIXES) + ")",
                                      "--all diagnoses every flow; --flow and a page are about one")
-            return _print_all(args, diagnose_all(_between(table, t_range)))
+            return _print_all(args, diagnose_all(_between(table, t_range), args.language), words)
         if args.flow is not None and not 0 <= args.flow < len(table.flows):
             raise ParameterError("--flow", args.flow, f"a flow number from 0 to {len(table.flows) - 1} (see --list)")
         table = _between(table, t_range)
         if args.flow is not None and not (table.packets["flow"] == args.flow).any():
             raise ParameterError("--flow", args.flow, "a flow with packets in --t-range")
-        result = diagnose(table, args.flow)
+        result = diagnose(table, args.flow, language=args.language)
     except (PcapError, ParameterError) as exc:
         print(f"tcplab diagnose: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        _print_diagnosis(result)
+        _print_diagnosis(result, words)
     if args.output:
         # Imported here: the report layer (nbformat, Jinja) costs seconds at start-up.
         from ..report.diagnosis_page import write_page
 
         try:
-            write_page(result, table, args.output, source=args.file)
+            # The figures' words follow TCPLAB_LANG (tcplab.plots takes no language), so the
+            # page's language is that too while it is drawn.
+            with _language_env(args.language):
+                write_page(result, table, args.output, source=args.file, language=args.language)
         except OSError as exc:
             print(f"tcplab diagnose: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
         if not args.json:
-            print(f"report written to {args.output}")
+            print(words("diagnosis.line.report_written", path=args.output))
     return EXIT_UNDETERMINED if result.label == "undetermined" else EXIT_OK
 
 
@@ -200,7 +248,7 @@ def _write_table(frame, output: str) -> bool:
     return True
 
 
-def _diagnose_folder(args: argparse.Namespace) -> int:
+def _diagnose_folder(args: argparse.Namespace, words: Messages) -> int:
     """Every capture under the folder: its largest flow (every data flow with ``--all``)."""
     from ..analysis.batch import CAPTURE_SUFFIXES, captures_in, diagnose_files
 
@@ -214,7 +262,7 @@ def _diagnose_folder(args: argparse.Namespace) -> int:
     if not paths:
         raise ParameterError("file", args.file, "a capture, or a folder holding " + ", ".join(CAPTURE_SUFFIXES),
                              "no capture in the folder")
-    frame = diagnose_files(paths, every_flow=args.all)
+    frame = diagnose_files(paths, every_flow=args.all, language=args.language)
     frame["capture"] = [os.path.relpath(c, args.file) for c in frame["capture"]]
     if args.output and not _write_table(frame, args.output):
         return EXIT_BAD_INPUT
@@ -223,25 +271,28 @@ def _diagnose_folder(args: argparse.Namespace) -> int:
     if args.json:
         print(frame.to_json(orient="records", indent=2))
     else:
-        width = max(len("capture"), *(len(c) for c in frame["capture"]))
-        print(f"{'capture':<{width}}  {'flow':>4}  {'sender':<24} {'data':>10} {'duration':>10} {'goodput':>13}  diagnosis")
+        h = _heads(words)
+        width = max(len(h["capture"]), *(len(c) for c in frame["capture"]))
+        print(f"{_pad(h['capture'], width)}  {_pad(h['flow'], 4, '>')}  {_pad(h['sender'], 24)} "
+              f"{_pad(h['data'], 10, '>')} {_pad(h['duration'], 10, '>')} {_pad(h['goodput'], 13, '>')}  "
+              f"{h['diagnosis']}")
         for r in done.itertuples():
             print(f"{r.capture:<{width}}  {int(r.flow):>4}  {r.sender:<24} {format_size(r.bytes):>10} "
                   f"{format_duration(r.duration_s):>10} {_goodput(r.goodput_bps):>13}  {r.label}")
         for r in failed.itertuples():
-            print(f"{r.capture:<{width}}  not diagnosed: {r.error}")
+            print(f"{r.capture:<{width}}  " + words("diagnosis.line.not_diagnosed", error=r.error))
         counts = Counter(done["label"])
-        print(f"{len(paths)} capture(s), {len(done)} flow(s): "
-              + ", ".join(f"{n} {label}" for label, n in counts.most_common())
-              + (f"; {len(failed)} capture(s) not diagnosed" if len(failed) else ""))
+        print(words("diagnosis.line.captures", captures=len(paths), flows=len(done),
+                    counts=", ".join(f"{n} {label}" for label, n in counts.most_common()))
+              + (words("diagnosis.line.not_diagnosed_count", n=len(failed)) if len(failed) else ""))
         if args.output:
-            print(f"table written to {args.output}")
+            print(words("diagnosis.line.table_written", path=args.output))
     if done.empty:
         return EXIT_BAD_INPUT
     return EXIT_OK if (done["label"] != "undetermined").any() else EXIT_UNDETERMINED
 
 
-def diagnose_all(table) -> Iterator:
+def diagnose_all(table, language: str = "en") -> Iterator:
     """The diagnosis of every flow of ``table`` that carries payload, largest first, one at a
     time (:func:`~tcplab.analysis.diagnose.diagnose_flows`: all flows' metrics in one compiled
     pass, then each verdict as it is printed, so a busy server's capture is never held as
@@ -256,11 +307,11 @@ def diagnose_all(table) -> Iterator:
         raise ParameterError("file", str(table.source.path), "a capture holding TCP payload (in --t-range)",
                              "no flow carried data")
     # Shown only to a person watching: a capture from a busy server can hold thousands of flows.
-    return iter(tqdm(diagnose_flows(table, flows), total=len(flows), desc="diagnosing", unit="flow",
+    return iter(tqdm(diagnose_flows(table, flows, language=language), total=len(flows), desc="diagnosing", unit="flow",
                      file=sys.stderr, disable=len(flows) < 20 or not sys.stderr.isatty()))
 
 
-def _print_all(args: argparse.Namespace, results: Iterator) -> int:
+def _print_all(args: argparse.Namespace, results: Iterator, words: Messages) -> int:
     """Each flow's line (or JSON object) as soon as it is diagnosed, then the count per label;
     with ``-o``, each flow's row of the table as well (the columns of a folder's table,
     :data:`tcplab.analysis.batch.COLUMNS`), written as it comes."""
@@ -279,8 +330,10 @@ def _print_all(args: argparse.Namespace, results: Iterator) -> int:
         if args.json:
             out.write("[")
         else:
-            out.write(f"{'flow':>4}  {'sender':<24} {'receiver':<24} {'data':>10} {'duration':>10} "
-                      f"{'goodput':>13}  diagnosis\n")
+            h = _heads(words)
+            out.write(f"{_pad(h['flow'], 4, '>')}  {_pad(h['sender'], 24)} {_pad(h['receiver'], 24)} "
+                      f"{_pad(h['data'], 10, '>')} {_pad(h['duration'], 10, '>')} {_pad(h['goodput'], 13, '>')}  "
+                      f"{h['diagnosis']}\n")
         for n, r in enumerate(results):
             counts[r.label] += 1
             if args.output:
@@ -296,21 +349,24 @@ def _print_all(args: argparse.Namespace, results: Iterator) -> int:
     if args.json:
         out.write("\n]\n")
     else:
-        print(f"{sum(counts.values())} flow(s): " + ", ".join(f"{n} {label}" for label, n in counts.most_common()))
+        print(words("diagnosis.line.flows", n=sum(counts.values()),
+                    counts=", ".join(f"{n} {label}" for label, n in counts.most_common())))
         if args.output:
-            print(f"table written to {args.output}")
+            print(words("diagnosis.line.table_written", path=args.output))
     clear = any(label != "undetermined" for label in counts)
     return EXIT_OK if clear else EXIT_UNDETERMINED
 
 
-def _print_flows(table, as_json: bool) -> int:
+def _print_flows(table, as_json: bool, words: Messages) -> int:
     from ..analysis.metrics import flow_rows
 
     rows = flow_rows(table)
     if as_json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
-    print(f"{'flow':>4}  {'client':<24} {'server':<24} {'packets':>8} {'c->s':>10} {'s->c':>10} {'duration':>10}")
+    h = _heads(words)
+    print(f"{_pad(h['flow'], 4, '>')}  {_pad(h['client'], 24)} {_pad(h['server'], 24)} {_pad(h['packets'], 8, '>')} "
+          f"{'c->s':>10} {'s->c':>10} {_pad(h['duration'], 10, '>')}")
     for r in rows:
         print(f"{r['flow']:>4}  {r['client']:<24} {r['server']:<24} {r['packets']:>8} "
               f"{format_size(r['bytes_c2s']):>10} {format_size(r['bytes_s2c']):>10} "
@@ -323,12 +379,21 @@ def _goodput(bps: float) -> str:
     return format_rate(bps) if bps == bps else "-"
 
 
-def _print_diagnosis(result) -> None:
+#: The columns the tables of lines are headed by (``diagnosis.head.<name>``).
+_HEADS = ("flow", "capture", "sender", "receiver", "client", "server", "packets", "data", "duration", "goodput",
+          "diagnosis")
+
+
+def _heads(words: Messages) -> dict[str, str]:
+    return {name: words(f"diagnosis.head.{name}") for name in _HEADS}
+
+
+def _print_diagnosis(result, words: Messages) -> None:
     m = result.metrics
-    arrow = "->" if m.data_dir == 0 else "<-"
-    print(f"flow {m.flow}: {m.client} {arrow} {m.server}  ({format_size(m.payload_bytes)} in "
-          f"{format_duration(m.transfer_s)}, goodput {_goodput(m.goodput_bps)})")
-    print(f"diagnosis: {result.title}")
+    print(words("diagnosis.line.flow", flow=m.flow, client=m.client, arrow="->" if m.data_dir == 0 else "<-",
+                server=m.server, size=format_size(m.payload_bytes), duration=format_duration(m.transfer_s),
+                goodput=_goodput(m.goodput_bps)))
+    print(words("diagnosis.line.diagnosis", title=result.title))
     for sentence in result.sentences:
         print(f"  - {sentence}")
-    print("limits: " + ", ".join(f"{label} {share:.0%}" for label, share in result.limits))
+    print(words("diagnosis.line.limits", limits=", ".join(f"{label} {share:.0%}" for label, share in result.limits)))
