@@ -38,6 +38,21 @@ class Reference:
     cite: str
     url: str | None
     cases: tuple[str, ...]
+    #: A seed's author and original (Chinese) title, and a note per language ("tail of the
+    #: article"), for pages in another language than English, which cite it by that title.
+    original: dict | None = None
+    more_urls: tuple[str, ...] = ()
+
+    def original_cite(self, language: str) -> str | None:
+        """The citation a page in ``language`` shows for a seed: author, original title in
+        book-title marks, the note in that language; None for English and for other works
+        (cited as ``cite``, in the language they were written in)."""
+        if not self.original or language == "en":
+            return None
+        note = (self.original.get("note") or {}).get(language)
+        author = self.original.get("author")
+        return ((f"{author}，" if author else "") + f"《{self.original['title']}》"
+                + (f"（{note}）" if note else ""))
 
     @property
     def anchor(self) -> str:
@@ -61,7 +76,8 @@ def read_references(notebooks_dir: str | Path | None) -> list[Reference]:
     if notebooks_dir is None or not (Path(notebooks_dir) / REFERENCES_FILE).is_file():
         return []
     data = json.loads((Path(notebooks_dir) / REFERENCES_FILE).read_text(encoding="utf-8"))
-    return [Reference(r["id"], r["kind"], r["cite"], r.get("url"), tuple(r.get("cases", ())))
+    return [Reference(r["id"], r["kind"], r["cite"], r.get("url"), tuple(r.get("cases", ())),
+                      r.get("original"), tuple(r.get("more_urls", ())))
             for r in data["references"]]
 
 
