@@ -13,6 +13,11 @@ from tcplab.runs import Run, data_root
 KNOWN = {
     ("01-send-buffer", "sndbuf-16KB"): "sender-buffer-limited",
     ("01-send-buffer", "unset"): "path-bandwidth",
+    # cubic past a 16 KB SO_SNDBUF: bursts at line rate build a queue between long waits for ACKs
+    ("01-send-buffer", "sndbuf-16KB-cubic"): "sender-buffer-limited",
+    ("11-reading-ss", "sndbuf-16KB"): "sender-buffer-limited",
+    ("01-send-buffer", "unset-cubic"): "path-bandwidth",
+    ("01-send-buffer", "sndbuf-256KB"): "path-bandwidth",
     ("02-receive-buffer", "rtt40-rcvbuf8KB"): "receiver-window-limited",
     ("03-bdp-sweep", "pinned-2ms-loss-10"): "congestion-loss",
     ("04-nagle-delayed-ack", "split-nagle"): "nagle-delayed-ack",
@@ -55,3 +60,16 @@ def test_a_receiver_squeezed_by_tcp_mem_is_told_from_a_slow_reader():
     slow = Trial("rcvbuf-256KB", Run.load(data_root() / "replay" / "05-zero-window" / "rcvbuf-256KB"))
     assert squeezed.context().receiver_prunes > 0 and "pruned its receive queue" in squeezed.diagnosis.summary
     assert slow.context().receiver_prunes == 0 and "pruned" not in slow.diagnosis.summary
+
+
+def test_a_queue_built_by_bursts_is_not_the_path_from_the_pcap_alone():
+    """Cubic behind a 16 KB SO_SNDBUF at 20 ms and 100 Mbit/s: its round trips grow 20 -> 36 ms,
+    but it waits for ACKs 84 % of the transfer and moves 39 Mbit/s; the packets alone cannot
+    tell its send buffer from its congestion window, so no verdict rather than the path."""
+    from tcplab.analysis import diagnose, read_packets
+
+    run = data_root() / "replay" / "01-send-buffer" / "sndbuf-16KB-cubic"
+    d = diagnose(read_packets(run / "server-eth0.pcap"))
+    assert d.label == "undetermined", d.summary
+    assert "waiting for ACKs for 84 %" in d.summary
+
