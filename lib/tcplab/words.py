@@ -77,6 +77,30 @@ class Messages:
         key = f"{group}.{value}"
         return self(key) if self.has(key) else str(value)
 
+    def check_name(self, name: str) -> str:
+        """A scored check's name as a page shows it (``check.<name>``); the name itself, which
+        stays the check's identifier (summary.json, worksheets, grading), when no key has it. A
+        name that a case prefixes with a kernel ("6.1.176 (UML): …") is looked up without it."""
+        if self.has(f"check.{name}"):
+            return self(f"check.{name}")
+        prefix, sep, rest = name.partition(": ")
+        if sep and prefix[:1].isdigit() and self.has(f"check.{rest}"):
+            return f"{prefix}: {self(f'check.{rest}')}"
+        return name
+
+    def cell(self, text: str) -> str:
+        """A table cell's words as a page shows them (``cell.<text>``, a row's name such as
+        "round-trip time (TCP, median)"); the text itself, a variant's label or a value, when
+        no key has it."""
+        key = f"cell.{text}"
+        return self(key) if self.has(key) else text
+
+    def column(self, name: str) -> str:
+        """A table's column header as a page shows it (``column.<name>``); the header itself
+        (a kernel field, a variant's label, a unit) when no key has it."""
+        key = f"column.{name}"
+        return self(key) if self.has(key) else name
+
 
 def messages(language: str | None = None) -> Messages:
     return Messages(language)

@@ -21,6 +21,7 @@ import pandas as pd
 from ..analysis import theory
 from ..analysis.table import flow_view
 from ..lab import PathSpec, sysctl, tracefs
+from ..words import Messages
 from .trial import Trial
 
 __all__ = ["send_wait", "burst_starts", "burst_spacing", "advertised_windows",
@@ -267,9 +268,11 @@ def read_limits() -> dict[str, Any]:
     return {**sysctl.buffer_limits(), **{key: " ".join(sysctl.read(key).split()) for key in (TCP_RMEM, TCP_WMEM)}}
 
 
-def _plural(labels: list[str]) -> str:
-    names = ", ".join(labels[:-1]) + (" and " if len(labels) > 1 else "") + labels[-1]
-    return f"the variant{'s' if len(labels) > 1 else ''} {names}"
+def _plural(labels: list[str], t: Messages) -> str:
+    if len(labels) == 1:
+        return t("buffers.variant", names=labels[0])
+    names = t("buffers.list_comma").join(labels[:-1]) + t("buffers.list_and") + labels[-1]
+    return t("buffers.variants", names=names)
 
 
 class BufferLimits:
@@ -351,33 +354,34 @@ class BufferLimits:
         after the runs. Markdown."""
         trials = list(trials if trials is not None else self.lab.trials.values())
         after = self.after()
+        t = Messages()
         if self.lab.mode == "replay":
-            where = "on the machine that recorded these runs"
+            where = t("buffers.where.replay")
         elif self.lab.kernel == "uml":
-            where = "in the lab's kernel"
+            where = t("buffers.where.uml")
         else:
-            where = "on this machine"
+            where = t("buffers.where.host")
         sentences = []
         for key, param in ((WMEM_MAX, "sndbuf"), (RMEM_MAX, "rcvbuf")):
             found = int(self.found[key])
-            asked = [int(v) for t in trials if (v := getattr(t.run.workload, param, None)) is not None]
+            asked = [int(v) for t_ in trials if (v := getattr(t_.run.workload, param, None)) is not None]
             changed: dict[int, list[str]] = {}
-            for t in trials:
-                host = {sysctl.key_of(k): v for k, v in t.run.spec.host.items()}
+            for trial in trials:
+                host = {sysctl.key_of(k): v for k, v in trial.run.spec.host.items()}
                 if key in host and int(host[key]) != found:
-                    changed.setdefault(int(host[key]), []).append(t.label)
+                    changed.setdefault(int(host[key]), []).append(trial.label)
             if not asked and not changed:
                 continue
             parts = []
             for value, labels in sorted(changed.items(), key=lambda item: -item[0]):
                 verb = "raised" if value > found else "lowered"
-                their = "their runs" if len(labels) > 1 else "its run"
-                parts.append(f"{_plural(labels)} {verb} it to {value} for {their}")
+                their = "many" if len(labels) > 1 else "one"
+                parts.append(t(f"buffers.{verb}_{their}", variants=_plural(labels, t), value=value))
             if asked and not any(v > found for v in changed):
-                parts.insert(0, f"enough for the largest buffer a variant asks for ({max(asked)} bytes), "
-                                f"so none needed it raised")
+                parts.insert(0, t("buffers.enough", asked=max(asked)))
             end = int(after[key])
-            back = (f"it read {end} again after the runs" if end == found
-                    else f"it read {end} after the runs, not {found}")
-            sentences.append(f"`{key}` was {found} {where}: " + "; ".join(parts) + f"; {back}.")
+            back = (t("buffers.back_same", end=end) if end == found
+                    else t("buffers.back_changed", end=end, found=found))
+            sentences.append(t("buffers.sentence", sysctl=key, found=found, where=where,
+                               parts=t("buffers.separator").join(parts), back=back))
         return " ".join(sentences)

@@ -35,6 +35,7 @@ from ..observe import ObserveSpec
 from ..observe.health import group_run_delay, health_around, judged, reasons_of, wait_share
 from ..runs import Run, key_of, runs_root
 from ..units import ParameterError
+from ..words import Messages
 from . import replay
 from .trial import Trial, kernel_label, kernel_of
 from .variants import VariantTable
@@ -337,6 +338,14 @@ class CaseLab:
 
         say(self.case_id, name, **values)
 
+    def tell(self, name: str, **words: Any) -> None:
+        """Show one of this case's notes (``note.<case>.<name>``, Markdown) in the page's
+        language: what ran, named in words (a congestion control, a backend, settings read back);
+        a measured number is said with :meth:`say` instead."""
+        from IPython.display import Markdown, display  # only where a notebook runs
+
+        display(Markdown(Messages()(f"note.{self.case_id}.{name}", **words)))
+
     def health(self) -> tuple[int, list[str]]:
         """How many of the variants and measurements read so far carry a health reading, and
         why the machine disturbed any of them ("label: reason")."""
@@ -351,15 +360,13 @@ class CaseLab:
         return pd.DataFrame([t.row() for t in chosen]).set_index("variant")
 
     def _repr_markdown_(self) -> str:
+        t = Messages()
         if self.mode == "live" and self.kernel == "uml":
-            return (f"**Live, in a User-mode Linux kernel** ({self.kernel_why}; the kernel's version is in the footer): "
-                    f"every number below was measured just now in that kernel, on this machine "
-                    f"(profile {self.profile}).")
+            return t("page.banner.live_uml", why=self.kernel_why, profile=self.profile)
         if self.mode == "live":
-            return (f"**Live**: every number below was measured just now on this machine's kernel "
-                    f"(profile {self.profile}).")
-        return (f"**Replay**: this page shows runs recorded on Linux {self._recorded.get('kernel', '?')} "
-                f"(profile {self._recorded.get('profile', '?')}); nothing was run on this machine.")
+            return t("page.banner.live", profile=self.profile)
+        return t("page.banner.replay", kernel=self._recorded.get("kernel", "?"),
+                 profile=self._recorded.get("profile", "?"))
 
 
 def _spec(spec: PathSpec | Mapping[str, Any] | None, settings: Mapping[str, Any]) -> PathSpec:

@@ -46,7 +46,7 @@ from typing import Any, Iterable, Mapping
 import nbformat
 
 from .templating import format_value, render
-from ..words import Messages
+from ..words import FALLBACK_LANGUAGE, Messages
 
 __all__ = [
     "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "equals",
@@ -260,11 +260,24 @@ def machine_lines(scores: Scores, t: Messages) -> list[str]:
     return [t("scores.machine_disturbed", count=len(scores.disturbed), total=scores.runs_read), *scores.disturbed]
 
 
+def _shown_title(scores: Scores, t: Messages) -> str:
+    """The case's title in the page's language: its translation's, where it translates this very
+    title (:func:`tcplab.i18n.translated_title`); else as published."""
+    if t.language == FALLBACK_LANGUAGE:
+        return scores.title
+    from ..i18n import read_translation, translated_title  # i18n reads the course's folders
+
+    try:
+        return translated_title(scores.title, read_translation(scores.case_id, t.language))
+    except (ValueError, OSError):
+        return scores.title
+
+
 def scores_output(scores: Scores, *, language: str | None = None) -> dict[str, Any]:
     """The MIME bundle :func:`publish` displays: table for people, JSON for the pipeline."""
     t = Messages(language)
     return {
-        "text/html": render("scores_table.html.j2", messages=t, scores=scores),
+        "text/html": render("scores_table.html.j2", messages=t, scores=scores, title=_shown_title(scores, t)),
         "text/plain": _plain_table(scores, t),
         MIME_TYPE: scores.to_json(),
     }

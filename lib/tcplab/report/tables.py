@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..words import Messages
+
 __all__ = ["cell_text", "frame_html", "use_house_style", "GAP", "WIDE_COLUMNS"]
 
 #: What a table shows where there is no value.
@@ -62,7 +64,7 @@ def cell_text(value: Any) -> str:
     if value is None or value is pd.NA or value is pd.NaT:
         return GAP
     if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
+        return Messages()("value.yes" if value else "value.no")
     if isinstance(value, Integral):
         return _grouped(str(int(value)))
     if isinstance(value, Real):
@@ -72,13 +74,13 @@ def cell_text(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k} {cell_text(v)}" for k, v in value.items()) or GAP
     text = str(value)
-    return text if text.strip() else GAP
+    return Messages().cell(text) if text.strip() else GAP
 
 
 def _header(name: Any) -> Any:
     if isinstance(name, tuple):
         return tuple(_header(part) for part in name)
-    return name.replace("_", " ") if isinstance(name, str) else name
+    return Messages().column(name.replace("_", " ")) if isinstance(name, str) else name
 
 
 def frame_html(frame: pd.DataFrame | pd.Series) -> str:
