@@ -18,7 +18,10 @@ from tcplab.lab import uml
 UML_CASES = ("00-path-check", "01-send-buffer", "02-receive-buffer", "03-bdp-sweep", "04-nagle-delayed-ack",
              "05-zero-window", "06-packet-loss", "07-window-scaling", "08-slow-start", "09-tcp-mem",
              "10-rate-limiting", "11-reading-ss")
-REPORT_TIMEOUT_S = 40 * 60
+#: The whole course in UML took 35.7 min from a fresh clone, quiet and beside other work alike
+#: (2026-11, exercises included, a third of it); the limit leaves room for a slower machine
+#: while the three legs of ``make test`` stay well inside CI's 90 minutes.
+REPORT_TIMEOUT_S = 50 * 60
 
 
 @pytest.mark.kernel
