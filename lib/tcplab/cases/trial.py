@@ -140,9 +140,12 @@ class Trial:
 
     @cached_property
     def diagnosis(self):
+        """The run's diagnosis, its sentences in the page's language (``TCPLAB_LANG``, which
+        ``tcplab report --language`` sets for the notebook); the label codes are the same in all."""
         from ..analysis import diagnose
+        from ..words import default_language
 
-        return diagnose(self.packets, telemetry=self.telemetry, context=self.context())
+        return diagnose(self.packets, telemetry=self.telemetry, context=self.context(), language=default_language())
 
     def row(self) -> dict[str, Any]:
         """One line of a case's results table."""
