@@ -95,6 +95,12 @@ class Messages:
         key = f"cell.{text}"
         return self(key) if self.has(key) else text
 
+    def unit(self, name: str) -> str:
+        """A check's unit as a page writes it (``unit.<name>``): words such as "segments" are
+        translated, symbols (ms, MB/s, B) have no key and stay as they are."""
+        key = f"unit.{name}"
+        return self(key) if name and self.has(key) else name
+
     def column(self, name: str) -> str:
         """A table's column header as a page shows it (``column.<name>``); the header itself
         (a kernel field, a variant's label, a unit) when no key has it."""

@@ -133,7 +133,7 @@ def within(name: str, predicted: Any, measured: Any, tolerance: float, *, unit: 
         rule = t("rule.within_relative", percent=format_value(tolerance * 100.0))
     else:
         allowed = tolerance
-        rule = t("rule.within_absolute", tolerance=format_value(float(tolerance), unit))
+        rule = t("rule.within_absolute", tolerance=format_value(float(tolerance), unit, t))
     passed = p is not None and m is not None and allowed is not None and abs(m - p) <= allowed
     return Check(name, predicted, measured, unit, rule, passed, tolerance=tolerance, relative=relative)
 
@@ -144,7 +144,8 @@ def at_least(name: str, measured: Any, minimum: Any, *, unit: str = "",
     m, low = _number(measured), _number(minimum)
     if low is None:
         raise ValueError(f"minimum must be a finite number, got {minimum!r}")
-    rule = Messages(language)("rule.at_least", bound=format_value(low, unit))
+    t = Messages(language)
+    rule = t("rule.at_least", bound=format_value(low, unit, t))
     return Check(name, minimum if predicted is None else predicted, measured, unit, rule,
                  m is not None and m >= low)
 
@@ -155,7 +156,8 @@ def at_most(name: str, measured: Any, maximum: Any, *, unit: str = "",
     m, high = _number(measured), _number(maximum)
     if high is None:
         raise ValueError(f"maximum must be a finite number, got {maximum!r}")
-    rule = Messages(language)("rule.at_most", bound=format_value(high, unit))
+    t = Messages(language)
+    rule = t("rule.at_most", bound=format_value(high, unit, t))
     return Check(name, maximum if predicted is None else predicted, measured, unit, rule,
                  m is not None and m <= high)
 
@@ -239,7 +241,7 @@ def _plain_table(scores: Scores, t: Messages) -> str:
     header = [t("scores.check"), t("scores.predicted"), t("scores.measured"),
               t("scores.rule"), t("scores.result")]
     rows = [header] + [
-        [c.name, format_value(c.predicted, c.unit), format_value(c.measured, c.unit), c.rule,
+        [t.check_name(c.name), format_value(c.predicted, c.unit, t), format_value(c.measured, c.unit, t), c.rule,
          t("status.untrusted") if scores.disturbed else t("status.pass") if c.passed else t("status.fail")]
         for c in scores.checks
     ]

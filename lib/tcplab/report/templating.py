@@ -22,13 +22,15 @@ TEMPLATES_DIR = Path(__file__).parent / "templates"
 def format_value(value: Any, unit: str = "", t: Messages | None = None) -> str:
     """A predicted or measured value as a reader sees it: written as every table writes a
     number (:func:`.tables.cell_text`: no exponent, thousands grouped), then the unit; a yes/no
-    in the words of ``t`` (``value.true``/``value.false``), where given."""
+    and a unit that is a word ("segments") in the words of ``t``, where given."""
     if value is None:
         return GAP
     if isinstance(value, bool):
         text = (t or Messages("en"))("value.true" if value else "value.false")
     else:
         text = cell_text(value)
+    if t is not None:
+        unit = t.unit(unit)
     return f"{text} {unit}" if unit and text != GAP else text
 
 
