@@ -1,13 +1,14 @@
-"""What every subcommand shares: its exit codes and ``--set key=value`` parsing."""
+"""What every subcommand shares: its exit codes, ``--set key=value`` parsing and the ``--language`` choice."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
 from ..units import ParameterError
+from ..words import default_language, languages
 
 __all__ = ["EXIT_OK", "EXIT_PROBLEM", "EXIT_BAD_INPUT", "EXIT_CANNOT", "EXIT_BUSY", "EXIT_INTERRUPTED",
-           "EXIT_UNDETERMINED", "EXIT_INTERNAL", "parse_sets"]
+           "EXIT_UNDETERMINED", "EXIT_INTERNAL", "parse_sets", "language_option"]
 
 EXIT_OK = 0
 #: The thing ran and found a problem: a failed check, a failed run.
@@ -34,3 +35,12 @@ def parse_sets(pairs: Sequence[str]) -> dict[str, str]:
             raise ParameterError("--set", pair, "key=value, e.g. --set rtt=20ms")
         out[key.strip()] = value.strip()
     return out
+
+
+def language_option(asked: str | None) -> str:
+    """``--language``, else ``$TCPLAB_LANG``, else English; refused by the name it was given
+    under, with the languages that have a strings file, unless it has one."""
+    language = asked or default_language()
+    if language not in languages():
+        raise ParameterError("--language" if asked else "TCPLAB_LANG", language, "one of " + ", ".join(languages()))
+    return language

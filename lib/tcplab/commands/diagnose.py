@@ -26,8 +26,8 @@ from typing import Iterator, Sequence
 
 from ..analysis._jit import interpret_if_small
 from ..units import ParameterError, format_duration, format_rate, format_size, parse_duration
-from ..words import Messages, default_language, languages
-from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_UNDETERMINED
+from ..words import Messages
+from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_UNDETERMINED, language_option
 
 __all__ = ["main", "build_parser", "parse_t_range"]
 
@@ -70,15 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="language of the lines, the diagnosis's sentences and the page: en, zh, … (a strings "
                              "file in tcplab/strings/; default: $TCPLAB_LANG, else en)")
     return parser
-
-
-def check_language_option(asked: str | None) -> str:
-    """``--language``, else ``$TCPLAB_LANG``, else English; refused by the name it was given
-    under, with the languages that have a strings file, unless it has one."""
-    language = asked or default_language()
-    if language not in languages():
-        raise ParameterError("--language" if asked else "TCPLAB_LANG", language, "one of " + ", ".join(languages()))
-    return language
 
 
 @contextmanager
@@ -168,7 +159,7 @@ def _diagnose(argv: Sequence[str]) -> int:
     except SystemExit as exc:  # argparse: --help is 0, a bad option 2
         return int(exc.code or 0)
     try:
-        args.language = check_language_option(args.language)
+        args.language = language_option(args.language)
     except ParameterError as exc:  # before the capture is read: nothing was touched
         print(f"tcplab diagnose: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

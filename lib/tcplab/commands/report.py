@@ -17,8 +17,7 @@ from ..course import NOTEBOOKS, PROFILES, REPORTS, select_cases
 from ..files import write_atomically
 from ..lab.kernels import KERNELS, MODE_CHOICES, choose_mode
 from ..units import ParameterError
-from ..words import default_language, languages
-from .common import EXIT_BUSY, EXIT_OK, EXIT_PROBLEM
+from .common import EXIT_BUSY, EXIT_OK, EXIT_PROBLEM, language_option
 
 
 def main(argv: Sequence[str]) -> int:
@@ -56,7 +55,7 @@ def main(argv: Sequence[str]) -> int:
     from ..report.shards import Shard, merge
 
     formats = report.check_formats(f.strip() for f in args.formats.split(",") if f.strip())
-    language = _language(args.language)
+    language = language_option(args.language)
     if args.merge:
         clashing = [name for name, given in (("--cases", args.cases is not None), ("--shard", args.shard),
                                               ("--render-only", args.render_only), ("--fresh", args.fresh))
@@ -101,15 +100,6 @@ def main(argv: Sequence[str]) -> int:
         result.origin = origin
     out_dir = args.output_dir if args.render_only and args.output_dir else args.reports_dir
     return _finish(result, out_dir)
-
-
-def _language(asked: str | None) -> str:
-    """The pages' language: ``--language``, else ``$TCPLAB_LANG``, else English; refused by the
-    name it was given under unless it has a strings file."""
-    language = asked or default_language()
-    if language not in languages():
-        raise ParameterError("--language" if asked else "TCPLAB_LANG", language, "one of " + ", ".join(languages()))
-    return language
 
 
 def _finish(result, out_dir: Path) -> int:
