@@ -168,7 +168,9 @@ def _bytes_axis(ax, largest: float, label_key: str) -> None:
 def _legend(ax) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(handles, labels, loc="best", fontsize=8, framealpha=0.85)
+        shown = ax.get_legend()
+        title = shown.get_title().get_text() if shown is not None else ""
+        ax.legend(handles, labels, loc="best", fontsize=8, framealpha=0.85, title=title or None)
 
 
 # ---------------------------------------------------------------- flow figures
@@ -368,6 +370,15 @@ def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, 
     fig, ax = _new_axes(ax)
     sns.lineplot(data=frame, x=x, y=y, hue=hue, errorbar=("ci", 95), marker="o", ax=ax,
                  palette="colorblind" if hue is not None else None)
+    # Axes and legend title named as a table heads the same columns (``column.*``), each line
+    # as a table writes the value (``cell.*``: "off (client)" translated, a label kept).
+    t = messages()
+    ax.set_xlabel(t.column(x))
+    ax.set_ylabel(t.column(y))
+    for handle in ax.get_legend_handles_labels()[0]:
+        handle.set_label(t.cell(handle.get_label()))
+    if hue is not None:
+        ax.legend(title=t.column(hue))
     if logx:
         ax.set_xscale("log")
         values = np.sort(frame[x].dropna().unique())

@@ -102,8 +102,10 @@ class Messages:
         return self(key) if name and self.has(key) else name
 
     def column(self, name: str) -> str:
-        """A table's column header as a page shows it (``column.<name>``); the header itself
-        (a kernel field, a variant's label, a unit) when no key has it."""
+        """A table's column header (or a figure's axis named after one) as a page shows it, in
+        words (``goodput_bps`` → "goodput bps", looked up as ``column.goodput bps``); the header
+        itself (a kernel field, a variant's label, a unit) when no key has it."""
+        name = name.replace("_", " ")
         key = f"column.{name}"
         return self(key) if self.has(key) else name
 

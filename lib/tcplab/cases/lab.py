@@ -63,9 +63,13 @@ class CaseLab:
     def __init__(self, case_id: str, *, mode: str = "live", profile: str = "quick", fresh: bool = False,
                  kernel: str | None = "auto", runs_dir: str | os.PathLike | None = None,
                  replay_dir: str | os.PathLike | None = None) -> None:
+        from .. import plots
         from ..report.tables import use_house_style
 
         use_house_style()  # every table the notebook shows, written as the pages write numbers
+        # Every figure too, from the first: one the notebook makes itself (plt.subplots) before
+        # any tcplab plot would otherwise lack the CJK font its translated labels need.
+        plots.use_house_style()
         # Without root, the UML kernel runs the lab; with neither, the course replays.
         choice = choose_mode(mode, kernel)
         mode = choice.mode

@@ -26,7 +26,7 @@ from ..units import format_byte_rate, format_duration, format_rate, format_size
 from ..words import Messages
 from .tables import GAP, cell_text
 
-__all__ = ["MIME_TYPE", "Quantity", "size", "byte_count", "duration", "rate", "byte_rate", "count", "percent", "times",
+__all__ = ["MIME_TYPE", "Quantity", "size", "byte_count", "duration", "rate", "byte_rate", "count", "percent", "times", "change",
            "sentence", "say", "said_in", "STATIC_KINDS", "NUMBER_WITH_UNIT", "static_numbers",
            "declared_kinds", "undeclared_numbers"]
 
@@ -66,6 +66,7 @@ _WRITERS = {
     "count": cell_text,                      # a plain number: segments, packets, probes
     "percent": lambda v: f"{cell_text(round(100 * v, 1))} %",  # from a fraction
     "times": lambda v: f"{cell_text(round(v, 2))} ×",         # a ratio
+    "change": lambda v: f"{'+' if v > 0 else ''}{cell_text(round(100 * v, 1))} %",  # a signed fraction: +6.1 %
 }
 
 
@@ -100,6 +101,11 @@ def percent(fraction: Any) -> Quantity:
 
 def times(ratio: Any) -> Quantity:
     return Quantity(ratio, "times")
+
+
+def change(fraction: Any) -> Quantity:
+    """A fraction above (+) or below (−) a reference, as a signed percentage."""
+    return Quantity(fraction, "change")
 
 
 def sentence(case_id: str, name: str, values: Mapping[str, Any], *, language: str | None = None) -> tuple[str, dict]:

@@ -1,7 +1,7 @@
 """How a case notebook publishes its scored predictions, and how the pipeline reads them back.
 
 A case's last cell calls :func:`publish` with a list of :class:`Check` objects, usually
-made with :func:`within`, :func:`at_least`, :func:`at_most` or :func:`equals`. That
+made with :func:`within`, :func:`at_least`, :func:`at_most`, :func:`between` or :func:`equals`. That
 displays one output with three representations:
 
 * ``text/html`` and ``text/plain`` — the table a reader sees in JupyterLab and in the
@@ -28,7 +28,7 @@ A check's ``tolerance`` and ``relative`` are optional (same schema; payloads wit
 read as ``null`` and ``true``): the margin its rule allows, so that grading a student's
 prediction (:mod:`.grading`) uses the case's own margin. :func:`within` sets it (a fraction
 when ``relative``, else in the check's unit), :func:`equals` sets 0 (exact); :func:`at_least`,
-:func:`at_most` and :func:`check` have none. It never changes a check's verdict.
+:func:`at_most`, :func:`between` and :func:`check` have none. It never changes a check's verdict.
 
 Non-finite numbers are stored as ``null`` (JSON has no NaN) and such a check fails.
 """
@@ -49,7 +49,7 @@ from .templating import format_value, render
 from ..words import FALLBACK_LANGUAGE, Messages
 
 __all__ = [
-    "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "equals",
+    "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "between", "equals",
     "check", "publish", "scores_output", "read_scores", "scores_in", "default_environment",
 ]
 
@@ -160,6 +160,18 @@ def at_most(name: str, measured: Any, maximum: Any, *, unit: str = "",
     rule = t("rule.at_most", bound=format_value(high, unit, t))
     return Check(name, maximum if predicted is None else predicted, measured, unit, rule,
                  m is not None and m <= high)
+
+
+def between(name: str, measured: Any, low: Any, high: Any, *, unit: str = "",
+            language: str | None = None) -> Check:
+    """Passes when ``low <= measured <= high``; "predicted" shows the range ("0.6 to 0.8")."""
+    m, lo, hi = _number(measured), _number(low), _number(high)
+    if lo is None or hi is None:
+        raise ValueError(f"a range needs two finite numbers, got {low!r} and {high!r}")
+    t = Messages(language)
+    rule = t("rule.between", low=f"{lo:g}", high=f"{hi:g}")
+    return Check(name, t("value.range", low=f"{lo:g}", high=f"{hi:g}"), measured, unit, rule,
+                 m is not None and lo <= m <= hi)
 
 
 def equals(name: str, predicted: Any, measured: Any, *, unit: str = "",

@@ -80,7 +80,7 @@ def cell_text(value: Any) -> str:
 def _header(name: Any) -> Any:
     if isinstance(name, tuple):
         return tuple(_header(part) for part in name)
-    return Messages().column(name.replace("_", " ")) if isinstance(name, str) else name
+    return Messages().column(name) if isinstance(name, str) else name
 
 
 def frame_html(frame: pd.DataFrame | pd.Series) -> str:
@@ -93,8 +93,7 @@ def frame_html(frame: pd.DataFrame | pd.Series) -> str:
         # by its name on the same row as the others.
         shown.index.names = [n if n is not None else "" for n in shown.index.names]
         shown = shown.reset_index()
-    if not isinstance(shown.columns, pd.MultiIndex):
-        shown.columns = shown.columns.map(_header)
+    shown.columns = shown.columns.map(_header)  # each level of a MultiIndex (an aggregate's) too
     shown = shown.astype(object).map(cell_text)
     classes = ["tcplab-frame"] + (["tcplab-wide"] if shown.shape[1] > WIDE_COLUMNS else [])
     return shown.to_html(classes=classes, index=False, border=0, escape=True, na_rep=GAP)
