@@ -68,14 +68,10 @@ def seconds_for(seconds: float, rtt_s: float) -> float:
     return seconds * max(1.0, math.sqrt(rtt_s / 0.020))
 
 
-#: Where the sender's window samples come from, for a plot's title: the kernel's tracepoint,
-#: or the socket samples where the kernel has no tracepoints.
-PROBE_SOURCES = {"tcp_probe": "tcp_probe", "ss": "ss samples"}
-
-
 def sender_probe(trial: Trial) -> pd.DataFrame:
     """The sender's congestion window over time: ``time`` in seconds on the capture's clock
-    (``rel_time``), ``cwnd`` and ``ssthresh`` in segments; ``attrs["source"]`` says whence.
+    (``rel_time``), ``cwnd`` and ``ssthresh`` in segments; ``attrs["source"]`` says whence ("tcp_probe" or
+    "ss", in words on a page as ``plot.probe_source.<source>``).
 
     From the ``tcp_probe`` tracepoint (one sample per ACK) where the kernel has it. It
     reports the *current* threshold (``tcp_current_ssthresh``): the socket's ssthresh during
