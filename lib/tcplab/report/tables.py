@@ -59,22 +59,23 @@ def _number(value: float) -> str:
     return _grouped(text)
 
 
-def cell_text(value: Any) -> str:
-    """One cell as the page writes it."""
+def cell_text(value: Any, t: Messages | None = None) -> str:
+    """One cell as the page writes it, its words in the language of ``t`` (the kernel's, by
+    default: a notebook's tables are written where it runs)."""
     if value is None or value is pd.NA or value is pd.NaT:
         return GAP
     if isinstance(value, (bool, np.bool_)):
-        return Messages()("value.yes" if value else "value.no")
+        return (t or Messages())("value.yes" if value else "value.no")
     if isinstance(value, Integral):
         return _grouped(str(int(value)))
     if isinstance(value, Real):
         return _number(float(value))
     if isinstance(value, (list, tuple, set)):
-        return ", ".join(cell_text(v) for v in value) or GAP
+        return ", ".join(cell_text(v, t) for v in value) or GAP
     if isinstance(value, dict):
-        return ", ".join(f"{k} {cell_text(v)}" for k, v in value.items()) or GAP
+        return ", ".join(f"{k} {cell_text(v, t)}" for k, v in value.items()) or GAP
     text = str(value)
-    return Messages().cell(text) if text.strip() else GAP
+    return (t or Messages()).cell(text) if text.strip() else GAP
 
 
 def _header(name: Any) -> Any:

@@ -28,7 +28,7 @@ def format_value(value: Any, unit: str = "", t: Messages | None = None) -> str:
     if isinstance(value, bool):
         text = (t or Messages("en"))("value.true" if value else "value.false")
     else:
-        text = cell_text(value)
+        text = cell_text(value, t)  # a word ("off", "none") in the words of t, as the unit
     if t is not None:
         unit = t.unit(unit)
     return f"{text} {unit}" if unit and text != GAP else text
