@@ -198,10 +198,14 @@ def _page_text(path: Path) -> str:
     return " ".join(text.split())
 
 
+#: The cases the zh report below renders (and renders again in English).
+ZH_CASES = "00,05,07,10"
+
+
 @pytest.fixture(scope="module")
 def zh_report(tmp_path_factory):
     reports = tmp_path_factory.mktemp("zh")
-    out = _report("--cases", "00,05", "--mode", "replay", "--language", "zh", "--formats", "html,pdf",
+    out = _report("--cases", ZH_CASES, "--mode", "replay", "--language", "zh", "--formats", "html,pdf",
                   "--reports-dir", str(reports))
     return out, reports
 
@@ -245,7 +249,7 @@ def test_a_zh_run_renders_again_in_english(zh_report, tmp_path):
     written again in English from the values the notebook keeps."""
     out, reports = zh_report
     assert out.returncode == 0, out.stderr[-3000:]
-    again = _report("--render-only", "--cases", "00,05", "--language", "en", "--formats", "html",
+    again = _report("--render-only", "--cases", ZH_CASES, "--language", "en", "--formats", "html",
                     "--reports-dir", str(reports), "--output-dir", str(tmp_path))
     assert again.returncode == 0, again.stderr[-3000:]
     checks = lambda d: [(c["case_id"], [(x["name"], x["measured"], x["passed"]) for x in c["checks"]])  # noqa: E731
@@ -281,7 +285,7 @@ def test_the_kernel_environment_is_set_for_the_run_and_restored(monkeypatch):
 #: such as split-nagle) are names or codes too.
 LATIN_ALLOWED = set("""
     s ms us sec B KB MB GB KiB MiB Kbit kbit Mbit Gbit mbit gbit bit bytes pages p
-    Linux Wireshark JupyterLab Jupyter Python Redis Nginx MySQL InfoQ Cloudflare UML
+    Linux Wireshark JupyterLab Jupyter Python Go Redis Nginx MySQL InfoQ Cloudflare UML max
     ss tcpdump ping curl tc netem tbf fq veth sysctl nstat ip getsockopt setsockopt send recv writev
     bbr cubic reno Reno Nagle Minshall Mathis Cheshire Stuart Semke Mahdavi Ott Jacobson Karels
     cwnd ssthresh rtt srtt minrtt rttvar rto ato mss advmss rcvmss pmtu wscale skmem tb rb r w t f o bl d
@@ -350,7 +354,8 @@ def test_latin_words_are_counted_outside_code_names_and_units():
 
 #: English words a zh page may still show outside the allow-list, per page: table cells and rule
 #: texts that a notebook's code writes in its own words (see the README, "Translations").
-LATIN_LIMIT = {"00-path-check.html": 3, "05-zero-window.html": 12, "handout.html": 20, "cheatsheet.html": 0}
+LATIN_LIMIT = {"00-path-check.html": 3, "05-zero-window.html": 12, "07-window-scaling.html": 2,
+               "10-rate-limiting.html": 1, "handout.html": 20, "cheatsheet.html": 0}
 
 
 def test_a_zh_page_has_almost_no_english_outside_code_names_and_units(zh_report):
@@ -406,7 +411,7 @@ def test_the_seeds_are_cited_by_their_original_titles(zh_report, tmp_path):
     assert "阿里技术，《直击案发现场！TCP 10倍延迟的真相是？》（InfoQ）" in zh
     assert "plantegg，《就是要你懂TCP--TCP性能问题》" in zh and "Understanding TCP" not in zh
     assert "https://mp.weixin.qq.com/s/fKWJrDNSAZjLsyobolIQKw" in zh
-    again = _report("--render-only", "--cases", "00,05", "--language", "en", "--formats", "html",
+    again = _report("--render-only", "--cases", ZH_CASES, "--language", "en", "--formats", "html",
                     "--reports-dir", str(reports), "--output-dir", str(tmp_path))
     assert again.returncode == 0, again.stderr[-3000:]
     en = _page_text(tmp_path / "handout.html")
