@@ -59,3 +59,26 @@ def test_paused_reader_closes_the_window_and_its_update_reopens_it(root, tmp_pat
     assert len(during) >= 10 and during.recv_q.max() - during.recv_q.min() <= 1448
     assert paused.counters("client")["TcpExtTCPToZeroWindowAdv"] >= 1
     assert read.metrics.zero_window_packets == 0  # small but read: never zero
+
+
+@pytest.mark.kernel
+def test_tiny_segments_collapse_a_fixed_buffer_and_grow_an_autotuned_one(root, tmp_path):
+    lab = CaseLab("96-zero-window-fixture", runs_dir=tmp_path)
+    tiny = dict(size="64KB", write_size=10, write_rate="400kbit", nodelay=True, pause_after=1, pause_for="1.5s",
+                cc="cubic")
+    with lab.path(PathSpec(rtt="10ms", rate="50mbit")) as path:
+        fixed = lab.run("fixed", Slowreader(rcvbuf="32KB", **tiny), path=path)
+        grown = lab.run("grown", Slowreader(**tiny), path=path)
+    assert fixed.socket(fixed.sender)["nodelay"] and not fixed.socket(fixed.receiver)["nodelay"]
+    collapsed, grew = zw.collapse_row(fixed), zw.collapse_row(grown)
+    # 10-byte segments cost far more memory than payload, beyond the window's one-half share.
+    assert grew["memory per payload byte"] > 2
+    assert grew["PruneCalled"] >= 1 and grew["TCPRcvCollapsed"] == 0 and grew["collapses seen"] == 0
+    assert grew["largest rb B"] > zw.receive_queue(grown).rb.iloc[0]  # autotuning grew the buffer
+    assert collapsed["TCPRcvCollapsed"] >= 1 and collapsed["collapses seen"] >= 1
+    assert collapsed["largest rb B"] == 65536  # fixed: SO_RCVBUF 32 KB, doubled
+    # A collapse packs the copied payload tightly: little more memory than payload right after it.
+    assert collapsed["memory per payload byte after"] < 1.5
+    assert 0 < collapsed["payload copied B"] < 65536
+    seen = zw.collapses(fixed)
+    assert (seen.r_after < 0.8 * seen.r_before).all()

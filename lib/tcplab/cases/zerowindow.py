@@ -1,5 +1,7 @@
 """Case 05, zero window: when the reader stopped and resumed, the persist timer's probes, the
-window update that ends the stall, and the receive queue as ``ss`` saw it.
+window update that ends the stall, the receive queue as ``ss`` saw it, and what the kernel
+does when tiny segments fill the queue's memory before they fill its window (prune and
+collapse).
 
 Times are seconds since the first packet of the capture that is read (``rel_time``); the
 reader's pause comes from the client program's report (epoch seconds) and is put on the
@@ -17,11 +19,18 @@ from ..analysis.table import data_direction, main_flow
 from .trial import Trial
 
 __all__ = ["pause", "sender_packets", "receiver_packets", "probe_table", "episode", "recovery", "receive_queue",
-           "probe_schedule", "probes_answered_as_expected", "receive_queue_plot", "PROBE_COUNTERS"]
+           "probe_schedule", "probes_answered_as_expected", "receive_queue_plot", "collapses", "collapse_row",
+           "PROBE_COUNTERS", "COLLAPSE_COUNTERS"]
 
 #: The reader's nstat counters about its window (see :meth:`Trial.counters`).
 PROBE_COUNTERS = ("TcpExtTCPToZeroWindowAdv", "TcpExtTCPFromZeroWindowAdv", "TcpExtTCPWantZeroWindowAdv",
                   "TcpExtTCPACKSkippedSeq")
+#: The reader's nstat counters about making room in its receive queue: prune passes, buffers
+#: merged by a collapse, and segments dropped because even that did not make room.
+COLLAPSE_COUNTERS = ("TcpExtPruneCalled", "TcpExtTCPRcvCollapsed", "TcpExtRcvPruned")
+#: A fall of skmem r by more than this share from one ss sample to the next, while the reader
+#: is not reading, is memory the kernel gave back by collapsing the queue.
+COLLAPSE_DROP = 0.2
 
 
 def _flow(pk: pd.DataFrame) -> pd.DataFrame:
@@ -146,25 +155,72 @@ def receive_queue(trial: Trial) -> pd.DataFrame:
                          "rb": rows["skmem_rb"].to_numpy()})
 
 
-def receive_queue_plot(trial: Trial, *, ax=None, title: str | None = None):
-    """Recv-Q, skmem r and rb of the reader over time, with its pause shaded."""
+def _paused_queue(trial: Trial) -> pd.DataFrame:
+    """The receive queue's samples wholly inside the reader's pause, with the payload queued."""
+    q = receive_queue(trial)
+    stopped, resumed = pause(trial, trial.packets.packets)
+    return q[(q["time"] > stopped) & (q["until"] < resumed) & (q["recv_q"] > 0)].reset_index(drop=True)
+
+
+def collapses(trial: Trial) -> pd.DataFrame:
+    """The collapses ``ss`` saw while the reader was paused: samples whose memory (skmem r)
+    fell by more than :data:`COLLAPSE_DROP` from the sample before while the payload queued
+    (Recv-Q) did not fall. Nothing was read, so the memory came back from the kernel copying
+    the queued payload into fewer, fuller buffers. Columns: ``time``, ``recv_q`` (the payload
+    queued, which the collapse copied), ``r_before``, ``r_after``."""
+    q = _paused_queue(trial)
+    before = q.shift(1)
+    fell = (q["r"] < (1 - COLLAPSE_DROP) * before["r"]) & (q["recv_q"] >= before["recv_q"])
+    return pd.DataFrame({"time": q["time"][fell], "recv_q": q["recv_q"][fell], "r_before": before["r"][fell],
+                         "r_after": q["r"][fell]}).reset_index(drop=True)
+
+
+def collapse_row(trial: Trial) -> dict[str, object]:
+    """One row of the tiny-writes table: the reader's buffer, memory per payload byte before
+    the first collapse (or over the whole pause where none came) and right after it, the
+    reader's prune and collapse counters, and the first collapse as ``ss`` saw it (None
+    where there was none)."""
+    q, seen = _paused_queue(trial), collapses(trial)
+    first = seen.iloc[0] if len(seen) else None
+    ahead = q[q["time"] < first["time"]] if first is not None else q
+    counted = trial.counters(trial.receiver)
+    pruned, collapsed = (counted.get(k, 0) for k in COLLAPSE_COUNTERS[:2])
+    return {
+        "variant": trial.label,
+        "largest rb B": float(q["rb"].max()) if len(q) else None,
+        "memory per payload byte": float((ahead["r"] / ahead["recv_q"]).iloc[-1]) if len(ahead) else None,
+        **{name.removeprefix("TcpExt"): counted.get(name, 0) for name in COLLAPSE_COUNTERS},
+        "collapsed per prune": collapsed / pruned if pruned else None,
+        "collapses seen": len(seen),
+        "first collapse s": None if first is None else float(first["time"]),
+        "payload copied B": None if first is None else float(first["recv_q"]),
+        "memory per payload byte after": None if first is None else float(first["r_after"] / first["recv_q"]),
+    }
+
+
+def receive_queue_plot(trial: Trial, *, ax=None, title: str | None = None, unit: str = "MB"):
+    """Recv-Q, skmem r and rb of the reader over time, with its pause shaded; sizes in ``unit``
+    (KB or MB, 1024-based as the course's buffer sizes)."""
     import matplotlib.pyplot as plt
 
+    from ..words import Messages
+
+    t = Messages()
     q = receive_queue(trial)
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 3.5))
-    scale = 2**20
-    ax.step(q["time"], q["rb"] / scale, where="post", linestyle="--", label="rb (buffer limit)")
-    ax.step(q["time"], q["r"] / scale, where="post", label="r (memory queued)")
-    ax.step(q["time"], q["recv_q"] / scale, where="post", linestyle=":", label="Recv-Q (bytes unread)")
+    scale = {"KB": 2**10, "MB": 2**20}[unit]
+    ax.step(q["time"], q["rb"] / scale, where="post", linestyle="--", label=t("plot.rb_limit"))
+    ax.step(q["time"], q["r"] / scale, where="post", label=t("plot.r_memory"))
+    ax.step(q["time"], q["recv_q"] / scale, where="post", linestyle=":", label=t("plot.recv_q_unread"))
     stopped, resumed = pause(trial, trial.packets.packets)
     if not math.isnan(stopped):
-        ax.axvspan(stopped, resumed, alpha=0.12, color="grey", label="reader paused")
+        ax.axvspan(stopped, resumed, alpha=0.12, color="grey", label=t("plot.reader_paused"))
     top = np.nanmax(q[["r", "recv_q"]].to_numpy()) / scale if len(q) else 1.0
     ax.set_ylim(0, 1.6 * top)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("MB")
-    ax.set_title(title or f"Receive queue of the reader ({trial.label})")
+    ax.set_xlabel(t("plot.time"))
+    ax.set_ylabel(unit)
+    ax.set_title(title or t("plot.title.receive_queue", variant=trial.label))
     ax.legend(loc="upper right", fontsize=8)
     return ax
 

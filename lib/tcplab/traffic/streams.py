@@ -32,6 +32,10 @@ class Bulk(Workload):
                                      "sender's writing pace, like a producer of logs or video (2mbit, 250KB/s): "
                                      "one write_size write whenever the pace allows; unset: as fast as it can",
                                      low=0.0, low_open=True, optional=True)
+    # Optional, not off by default: an unset parameter leaves the key of runs recorded before it.
+    nodelay: bool | None = param("bool", None, "sender's TCP_NODELAY: each write leaves at once as its own segment; "
+                                               "unset or off: Nagle and autocorking merge small writes",
+                                 optional=True)
     read_size: int = param("size", "64KB", "bytes per application read", low=1, high=IO_MAX)
     read_rate: float | None = param("rate", None,
                                     "receiver's reading pace, like curl --limit-rate (100KB/s, 800kbit); "
@@ -59,7 +63,8 @@ class Bulk(Workload):
             "role": side, "address": path.server.address, "port": self.port,
             "connections": self.connection_count(),
             "socket": {"cc": self.cc, "sndbuf": self.sndbuf if sends else None,
-                       "rcvbuf": None if sends else self.rcvbuf},
+                       "rcvbuf": None if sends else self.rcvbuf,
+                       "nodelay": bool(self.nodelay) and sends},
             "send": {"size": self.size, "write_size": self.write_size,
                      "write_rate": None if self.write_rate is None else self.write_rate / 8} if sends else None,
             "receive": None if sends else {
