@@ -56,6 +56,10 @@ def test_rounds_and_restart_window():
     assert slowstart.restart_window(700, 3.0, 0.22) == 10
     assert slowstart.restart_window(160, 0.5, 0.22) == 40  # two RTOs fit after the first: 160 -> 80 -> 40
     assert slowstart.restart_window(8, 3.0, 0.22) == 10
+    assert slowstart.rounds_to_grow(10, 345, 1.05) == 73  # 10 x 1.05^72 = 335 < 345 <= 352
+    assert slowstart.rounds_to_grow(10, 10, 1.05) == 0
+    with pytest.raises(ValueError):
+        slowstart.rounds_to_grow(10, 20, 1.0)
 
 
 def test_growth_time_is_slower_than_slow_start_and_capped_by_the_line():

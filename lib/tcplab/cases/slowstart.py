@@ -18,7 +18,7 @@ from ..lab import netns
 from .trial import Trial
 
 __all__ = ["bursts", "first_flights", "data_rounds", "cached_entry", "start_drops", "stop_drops", "settled_tcp_metrics",
-           "rounds_to_send", "restart_window", "growth_time", "idle_row", "sender_ss"]
+           "rounds_to_send", "rounds_to_grow", "restart_window", "growth_time", "idle_row", "sender_ss"]
 
 
 def _data_and_acks(packets, flow: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -142,6 +142,19 @@ def restart_window(cwnd: int, idle_s: float, rto_s: float, initcwnd: int = 10) -
         cwnd //= 2
         idle -= rto_s
     return max(cwnd, initcwnd)
+
+
+def rounds_to_grow(start: float, target: float, growth: float) -> int:
+    """Round trips a window needs to grow from ``start`` to ``target`` segments by ``growth``
+    per round trip (cubic in congestion avoidance with no loss yet: 1.05): the smallest n
+    with start × growth^n ≥ target."""
+    if start <= 0 or growth <= 1:
+        raise ValueError(f"start must be positive and growth above 1, got {start!r} and {growth!r}")
+    rounds, cwnd = 0, float(start)
+    while cwnd < target:
+        cwnd *= growth
+        rounds += 1
+    return rounds
 
 
 def growth_time(size: int, rtt_s: float, rate_bps: float, *, start_cwnd: int = 10, growth: float = 1.05,
