@@ -8,7 +8,8 @@ given (and returns it), otherwise makes a figure in the house style and returns 
 Figure; none calls ``plt.show()``. Artists carry a ``gid`` naming what they show
 (``"ack"``, ``"window"``, ``"retransmission"``...), so tests and notebooks can find them in
 any language. Legend and axis words are looked up in the report's strings
-(``plot.*`` keys), English below being the fallback.
+(``plot.*`` keys), English below being the fallback, in the ``language`` a figure function is
+given (None: ``$TCPLAB_LANG``, else English; :func:`tcplab.words.default_language`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullForm
 from .analysis.metrics import goodput_series
 from .analysis.table import expert_column, flow_view
 from .units import ParameterError
-from .words import messages
+from .words import Messages, messages
 
 #: Colours by role, the same in every figure: what was configured or predicted is grey.
 PALETTE = {"configured": "#9e9e9e", "predicted": "#9e9e9e", "measured": "#1f77b4",
@@ -79,15 +80,11 @@ def rtt_samples(samples_s: Iterable[float], configured_s: float, *, title: str =
 # ---------------------------------------------------------------- words
 
 
-def _text(key: str, **fields) -> str:
-    return messages()(key, **fields)
-
-
-def _title(key: str, packets, flow: int) -> str:
+def _title(word: Messages, key: str, packets, flow: int) -> str:
     """A flow plot's title, with the variant it shows when the table is named (a trial's)."""
-    title = _text(key, flow=flow)
+    title = word(key, flow=flow)
     name = getattr(packets, "name", "")
-    return _text("plot.title.of_variant", variant=name, title=title) if name else title
+    return word("plot.title.of_variant", variant=name, title=title) if name else title
 
 
 # ---------------------------------------------------------------- columns and ranges
@@ -157,12 +154,12 @@ class _ScaledLocator(MaxNLocator):
         return super().tick_values(vmin / self.scale, vmax / self.scale) * self.scale
 
 
-def _bytes_axis(ax, largest: float, label_key: str) -> None:
+def _bytes_axis(ax, largest: float, label_key: str, word: Messages) -> None:
     """Keep the data in bytes (artists carry the real numbers); show KB or MB on the axis."""
     unit, scale = _binary_unit(largest)
     ax.yaxis.set_major_locator(_ScaledLocator(scale))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / scale:g}"))
-    ax.set_ylabel(_text(label_key, unit=unit))
+    ax.set_ylabel(word(label_key, unit=unit))
 
 
 def _legend(ax) -> None:
@@ -197,7 +194,7 @@ def first_seconds(packets, seconds: float, flow: int | None = None) -> tuple[flo
 
 
 def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, direction: int | None = None,
-                  stall_s: float | None = None):
+                  stall_s: float | None = None, language: str | None = None):
     """Stevens/tcptrace time-sequence graph of one flow's data direction.
 
     Each data segment is a vertical bar from ``seq`` to ``seq + len``; the peer's ACKs are
@@ -207,6 +204,7 @@ def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, di
     ``t_range=(start, end)`` zooms in, in seconds since the capture began (``rel_time``).
     The y axis is the relative sequence number (bytes, labelled in KB/MB).
     """
+    word = messages(language)
     t_range = _check_range(t_range)
     view, flow, direction = flow_view(packets, flow, direction)
     data_all = view[(view["dir"] == direction) & (view["len"] > 0)]
@@ -214,19 +212,19 @@ def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, di
     data = _within(data_all, t_range)
     acks = _within(acks_all, t_range, keep_previous=True)
     if data.empty and acks.empty:
-        raise ValueError(f"flow {flow} has no packets between {t_range[0]} and {t_range[1]} s")
+        raise ValueError(word("plot.missing.range", flow=flow, start=t_range[0], end=t_range[1]))
     fig, ax = _new_axes(ax)
 
     t, seq, end = data["rel_time"], data["seq"], data["seq"] + data["len"]
     if len(data):
-        ax.vlines(t, seq, end, colors=PALETTE["data"], linewidth=1.2, label=_text("plot.data"), gid="data")
+        ax.vlines(t, seq, end, colors=PALETTE["data"], linewidth=1.2, label=word("plot.data"), gid="data")
     if len(acks):
         ax.step(acks["rel_time"], acks["ack"], where="post", color=PALETTE["ack"], linewidth=1,
-                label=_text("plot.ack"), gid="ack")
+                label=word("plot.ack"), gid="ack")
         known = acks[acks["win"] >= 0]
         if len(known):
             ax.step(known["rel_time"], known["ack"] + known["win"], where="post", color=PALETTE["window"],
-                    linewidth=1, label=_text("plot.window"), gid="window")
+                    linewidth=1, label=word("plot.window"), gid="window")
     marks = (
         (data[expert_column(data, "retransmission", False)], "seq", "x", "retransmission"),
         (data[expert_column(data, "window_full", False)], "end", "^", "window_full"),
@@ -236,48 +234,49 @@ def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, di
         if len(rows):
             y = rows["seq"] + rows["len"] if where == "end" else rows[where]
             ax.scatter(rows["rel_time"], y, marker=marker, s=36, color=PALETTE[role], zorder=3,
-                       label=_text(f"plot.{role}"), gid=role)
-    _shade_stalls(ax, data, stall_s if stall_s is not None else _stall_threshold(acks_all))
+                       label=word(f"plot.{role}"), gid=role)
+    _shade_stalls(ax, data, stall_s if stall_s is not None else _stall_threshold(acks_all), word)
 
     if t_range is not None:
         ax.set_xlim(*t_range)
     tops = pd.concat([end, acks["ack"]]) if len(acks) else end
-    _bytes_axis(ax, float(tops.max()) if len(tops) else 0.0, "plot.sequence")
-    ax.set_xlabel(_text("plot.time"))
-    ax.set_title(_title("plot.title.time_sequence", packets, flow))
+    _bytes_axis(ax, float(tops.max()) if len(tops) else 0.0, "plot.sequence", word)
+    ax.set_xlabel(word("plot.time"))
+    ax.set_title(_title(word, "plot.title.time_sequence", packets, flow))
     _legend(ax)
     return _finish(fig, ax)
 
 
-def _shade_stalls(ax, data: pd.DataFrame, stall_s: float) -> None:
+def _shade_stalls(ax, data: pd.DataFrame, stall_s: float, word: Messages) -> None:
     times = data["rel_time"].to_numpy()
     if times.size < 2:
         return
     gaps = np.flatnonzero(np.diff(times) > stall_s)
     for k, i in enumerate(gaps):
         ax.axvspan(times[i], times[i + 1], color=PALETTE["stall"], alpha=0.15, linewidth=0,
-                   label=_text("plot.stall") if k == 0 else None, gid="stall")
+                   label=word("plot.stall") if k == 0 else None, gid="stall")
 
 
 def throughput(packets, flow: int | None = None, *, bin_s: float | None = None, ax=None,
-               reference_bps: float | None = None, direction: int | None = None):
+               reference_bps: float | None = None, direction: int | None = None, language: str | None = None):
     """Goodput over time (bit/s per ``bin_s`` bin, see :func:`~.analysis.metrics.goodput_series`), with an
     optional dashed line at a predicted value ``reference_bps``."""
+    word = messages(language)
     series = goodput_series(packets, flow, bin_s=bin_s, direction=direction)
     _, flow, _ = flow_view(packets, flow, direction)
     fig, ax = _new_axes(ax)
     x = np.append(series.index.to_numpy(), series.index[-1] + series.attrs["bin_s"])
     y = np.append(series.to_numpy(), series.iloc[-1])
-    ax.step(x, y, where="post", color=PALETTE["measured"], label=_text("plot.goodput_line"), gid="goodput")
+    ax.step(x, y, where="post", color=PALETTE["measured"], label=word("plot.goodput_line"), gid="goodput")
     ax.fill_between(x, y, step="post", color=PALETTE["measured"], alpha=0.15, linewidth=0)
     if reference_bps is not None:
-        ax.axhline(reference_bps, color=PALETTE["predicted"], linestyle="--", label=_text("plot.reference"),
+        ax.axhline(reference_bps, color=PALETTE["predicted"], linestyle="--", label=word("plot.reference"),
                    gid="reference")
     ax.yaxis.set_major_formatter(EngFormatter(unit="bit/s"))
-    ax.set_ylabel(_text("plot.goodput"))
-    ax.set_xlabel(_text("plot.time"))
+    ax.set_ylabel(word("plot.goodput"))
+    ax.set_xlabel(word("plot.time"))
     ax.set_ylim(bottom=0)
-    ax.set_title(_title("plot.title.throughput", packets, flow))
+    ax.set_title(_title(word, "plot.title.throughput", packets, flow))
     _legend(ax)
     return _finish(fig, ax)
 
@@ -294,25 +293,26 @@ def _sender_telemetry(telemetry: pd.DataFrame, direction: int) -> pd.DataFrame:
 
 
 def window_and_inflight(packets, flow: int | None = None, *, telemetry: pd.DataFrame | None = None, ax=None,
-                        direction: int | None = None):
+                        direction: int | None = None, language: str | None = None):
     """Bytes in flight (Wireshark's ``bytes_in_flight``) and the peer's advertised window,
     plus, from ``ss`` telemetry if given, the sender's cwnd x MSS, send-buffer use
     (skmem ``w``) and size (skmem ``tb``). Telemetry ``time`` is epoch seconds, aligned with
     the packets' ``time``."""
+    word = messages(language)
     view, flow, direction = flow_view(packets, flow, direction)
     data = view[(view["dir"] == direction) & (expert_column(view, "bytes_in_flight", -1) >= 0)]
     acks = view[(view["dir"] != direction) & view["f_ack"] & (view["win"] >= 0)]
     if data.empty and acks.empty:
-        raise ValueError(f"flow {flow} has neither bytes-in-flight nor window values (read without expert analysis?)")
+        raise ValueError(word("plot.missing.window", flow=flow))
     fig, ax = _new_axes(ax)
     largest = 0.0
     if len(data):
         ax.step(data["rel_time"], data["bytes_in_flight"], where="post", color=PALETTE["inflight"],
-                label=_text("plot.bytes_in_flight"), gid="bytes_in_flight")
+                label=word("plot.bytes_in_flight"), gid="bytes_in_flight")
         largest = max(largest, float(data["bytes_in_flight"].max()))
     if len(acks):
         ax.step(acks["rel_time"], acks["win"], where="post", color=PALETTE["window"],
-                label=_text("plot.advertised_window"), gid="advertised_window")
+                label=word("plot.advertised_window"), gid="advertised_window")
         largest = max(largest, float(acks["win"].max()))
     if telemetry is not None and len(telemetry):
         offset = float((view["time"] - view["rel_time"]).iloc[0])
@@ -324,30 +324,31 @@ def window_and_inflight(packets, flow: int | None = None, *, telemetry: pd.DataF
         for role, values, style, colour in lines:
             if values is None or not np.isfinite(np.asarray(values, float)).any():
                 continue
-            ax.step(t, values, where="post", linestyle=style, color=colour, label=_text(f"plot.{role}"), gid=role)
+            ax.step(t, values, where="post", linestyle=style, color=colour, label=word(f"plot.{role}"), gid=role)
             largest = max(largest, float(np.nanmax(np.asarray(values, float))))
-    _bytes_axis(ax, largest, "plot.bytes")
-    ax.set_xlabel(_text("plot.time"))
+    _bytes_axis(ax, largest, "plot.bytes", word)
+    ax.set_xlabel(word("plot.time"))
     ax.set_ylim(bottom=0)
-    ax.set_title(_title("plot.title.window", packets, flow))
+    ax.set_title(_title(word, "plot.title.window", packets, flow))
     _legend(ax)
     return _finish(fig, ax)
 
 
-def rtt(packets, flow: int | None = None, *, ax=None, direction: int | None = None):
+def rtt(packets, flow: int | None = None, *, ax=None, direction: int | None = None, language: str | None = None):
     """Wireshark's ``ack_rtt`` samples of the data direction over time, in ms."""
+    word = messages(language)
     view, flow, direction = flow_view(packets, flow, direction)
     acks = view[view["dir"] != direction]
     samples = acks[expert_column(acks, "ack_rtt", np.nan).notna()]
     if samples.empty:
-        raise ValueError(f"flow {flow} has no ACK round-trip samples (read without expert analysis?)")
+        raise ValueError(word("plot.missing.rtt", flow=flow))
     fig, ax = _new_axes(ax)
     ax.scatter(samples["rel_time"], samples["ack_rtt"] * 1e3, s=10, color=PALETTE["measured"],
-               label=_text("plot.rtt"), gid="rtt")
-    ax.set_xlabel(_text("plot.time"))
-    ax.set_ylabel(_text("plot.round_trip"))
+               label=word("plot.rtt"), gid="rtt")
+    ax.set_xlabel(word("plot.time"))
+    ax.set_ylabel(word("plot.round_trip"))
     ax.set_ylim(bottom=0)
-    ax.set_title(_title("plot.title.rtt", packets, flow))
+    ax.set_title(_title(word, "plot.title.rtt", packets, flow))
     _legend(ax)
     return _finish(fig, ax)
 
@@ -363,7 +364,8 @@ def _require_columns(frame: pd.DataFrame, *names: str | None) -> None:
         raise ValueError(f"sweep frame has no column {missing[0]!r} (columns: {', '.join(map(str, frame.columns))})")
 
 
-def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, ax=None, logx: bool = False):
+def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, ax=None, logx: bool = False,
+                language: str | None = None):
     """One line per ``hue`` value of the mean of ``y`` over repetitions at each ``x``, with
     its 95 % confidence band (seaborn ``errorbar=("ci", 95)``)."""
     _require_columns(frame, x, y, hue)
@@ -372,7 +374,7 @@ def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, 
                  palette="colorblind" if hue is not None else None)
     # Axes and legend title named as a table heads the same columns (``column.*``), each line
     # as a table writes the value (``cell.*``: "off (client)" translated, a label kept).
-    t = messages()
+    t = messages(language)
     ax.set_xlabel(t.column(x))
     ax.set_ylabel(t.column(y))
     for handle in ax.get_legend_handles_labels()[0]:
@@ -398,11 +400,12 @@ def sweep_heatmap(frame: pd.DataFrame, x: str, y: str, value: str, *, ax=None, f
     return _finish(fig, ax)
 
 
-def theory_curve(ax, xs: Sequence[float], predict: Callable[[float], float], *, label: str | None = None):
+def theory_curve(ax, xs: Sequence[float], predict: Callable[[float], float], *, label: str | None = None,
+                 language: str | None = None):
     """Overlay a prediction, ``predict(x)`` for each x, as a dashed grey line on ``ax``."""
     xs = np.asarray(list(xs), dtype=float)
     ys = np.array([predict(x) for x in xs], dtype=float)
-    line, = ax.plot(xs, ys, linestyle="--", color=PALETTE["predicted"], label=label or _text("plot.theory"),
+    line, = ax.plot(xs, ys, linestyle="--", color=PALETTE["predicted"], label=label or messages(language)("plot.theory"),
                     gid="theory")
     _legend(ax)
     return line

@@ -2,7 +2,8 @@
 
 One file per language, flat keys under a namespace: ``rule.``, ``scores.``, ``status.``,
 ``handout.``, ``page.``, … for report pages, ``plot.`` for figures, ``label.<code>.title`` /
-``.explanation``, ``evidence.``, ``caveat.`` and ``diagnosis.`` for the diagnosis. A
+``.explanation``, ``evidence.``, ``caveat.``, ``diagnosis.`` and ``metric.`` (a flow's numbers by
+field) for the diagnosis. A
 translation is one more file and no code change; a key it lacks falls back to English, so a
 partial translation still renders. Code above this module (plots, analysis, report) imports
 down to it.
@@ -94,6 +95,13 @@ class Messages:
         no key has it."""
         key = f"cell.{text}"
         return self(key) if self.has(key) else text
+
+    def metric(self, name: str) -> str:
+        """A flow's number named in words (``metric.<field>``, e.g. ``rtt_median_s``, a field of
+        :class:`~tcplab.analysis.metrics.FlowMetrics` and its ``--json`` key); the field itself
+        when no key has it."""
+        key = f"metric.{name}"
+        return self(key) if self.has(key) else name
 
     def unit(self, name: str) -> str:
         """A check's unit as a page writes it (``unit.<name>``): words such as "segments" are

@@ -21,7 +21,6 @@ import sys
 import unicodedata
 import warnings
 from collections import Counter
-from contextlib import contextmanager
 from typing import Iterator, Sequence
 
 from ..analysis._jit import interpret_if_small
@@ -70,20 +69,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="language of the lines, the diagnosis's sentences and the page: en, zh, … (a strings "
                              "file in tcplab/strings/; default: $TCPLAB_LANG, else en)")
     return parser
-
-
-@contextmanager
-def _language_env(language: str):
-    """``TCPLAB_LANG`` set to ``language`` for the block, as it was after."""
-    before = os.environ.get("TCPLAB_LANG")
-    os.environ["TCPLAB_LANG"] = language
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["TCPLAB_LANG"]
-        else:
-            os.environ["TCPLAB_LANG"] = before
 
 
 def _pad(text: object, width: int, align: str = "<") -> str:
@@ -209,10 +194,7 @@ def _diagnose(argv: Sequence[str]) -> int:
         from ..report.diagnosis_page import write_page
 
         try:
-            # The figures' words follow TCPLAB_LANG (tcplab.plots takes no language), so the
-            # page's language is that too while it is drawn.
-            with _language_env(args.language):
-                write_page(result, table, args.output, source=args.file, language=args.language)
+            write_page(result, table, args.output, source=args.file, language=args.language)
         except OSError as exc:
             print(f"tcplab diagnose: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
