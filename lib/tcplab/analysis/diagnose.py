@@ -217,7 +217,7 @@ class _Reasoner:
         if self._short_transfer() and best in (SENDER_SIDE, "receiver-window-limited"):
             return self._done("slow-start", shares, self._slow_start())
         if share < MIN_SHARE:
-            name = best if best != SENDER_SIDE else "sender side"
+            name = best if best != SENDER_SIDE else self.words("diagnosis.sender_side")
             return self._done("undetermined", shares, self._say("undetermined-weak", best=name, share=_pct(share)))
         label = best
         if best == SENDER_SIDE:
@@ -387,7 +387,7 @@ class _Reasoner:
         predicted = self._predicted(m.rwnd_max_bytes)
         self.evidence.update(window_scaling=m.window_scaling, rwnd_max_bytes=m.rwnd_max_bytes,
                              predicted_bps=predicted, goodput_bps=m.goodput_bps, rtt_s=self.rtt)
-        return self._say("window-scaling-absent", window_scaling=m.window_scaling,
+        return self._say("window-scaling-absent", window_scaling=self.words.cell(m.window_scaling),
                          predicted=_rate_bytes(predicted), **self._common())
 
     def _zero_window(self, share: float) -> list[str]:
