@@ -54,3 +54,22 @@ def test_the_student_summary_asks_instead_of_giving_the_predictions():
     instructor = render_handout(sections, context=ReportContext(edition="instructor"))
     assert "Predicted" in instructor and "41.5" in instructor
     assert "Predicted" not in student and "41.5" not in student and "43" in student
+
+
+def test_the_cheat_sheet_writes_commands_and_kernel_names_as_code_in_both_languages():
+    """Issue 17: a cell's `backticked` fragments (a command, a sysctl, an ss field) are <code>, so
+    a zh reader does not take them for English left untranslated; the zh page has no Latin word
+    outside code and the allowed names and units."""
+    from tcplab.report.templating import code_spans
+
+    from .test_i18n import latin_words
+
+    assert str(code_spans("a <b> `x<y` and `ss -tinm`")) == "a &lt;b&gt; <code>x&lt;y</code> and <code>ss -tinm</code>"
+    assert str(code_spans("an odd ` tick")) == "an odd ` tick"
+    pages = {lang: render_cheatsheet(available_cases(), context=ReportContext(language=lang)) for lang in ("en", "zh")}
+    for lang, page in pages.items():
+        assert "`" not in page, lang
+        for fragment in ("tcplab doctor", "SO_SNDBUF", "ip route ... initcwnd", "curl --limit-rate", "ss -tinm"):
+            assert f"<code>{fragment}</code>" in page, (lang, fragment)
+    assert pages["en"].count("<code>") == pages["zh"].count("<code>")
+    assert latin_words(pages["zh"]) == []

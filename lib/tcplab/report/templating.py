@@ -14,7 +14,7 @@ from ..words import Messages
 from .tables import GAP, cell_text
 
 __all__ = ["TEMPLATES_DIR", "environment", "render", "format_value", "css_string",
-           "counter_content"]
+           "counter_content", "code_spans"]
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
@@ -32,6 +32,16 @@ def format_value(value: Any, unit: str = "", t: Messages | None = None) -> str:
     if t is not None:
         unit = t.unit(unit)
     return f"{text} {unit}" if unit and text != GAP else text
+
+
+def code_spans(text: str) -> Markup:
+    """A string's words as HTML, its `backticked` parts (a command, a kernel name) as ``<code>``,
+    as Markdown writes them; everything else escaped."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick is a character, not code
+        return Markup.escape(text)
+    return Markup("").join(Markup("<code>{}</code>").format(part) if i % 2 else Markup.escape(part)
+                           for i, part in enumerate(parts))
 
 
 def css_string(text: str) -> Markup:
@@ -71,6 +81,7 @@ def environment() -> jinja2.Environment:
     env.filters["value"] = format_value
     env.filters["css_string"] = css_string
     env.filters["counter_content"] = counter_content
+    env.filters["code_spans"] = code_spans
     return env
 
 
