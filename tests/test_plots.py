@@ -3,6 +3,8 @@ retransmissions and windows, drawn and then read back from the artists."""
 
 from __future__ import annotations
 
+import os
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -167,6 +169,27 @@ def test_rtt_plots_the_ack_round_trips_in_milliseconds(bulk):
     assert dots.get_offsets()[:, 1].tolist() == pytest.approx((samples * 1e3).tolist())
     assert 10.0 in np.round(dots.get_offsets()[:, 1], 6)  # ACK 10 ms after the segment it covers
     assert fig.axes[0].get_ylabel() == "round trip (ms)"
+
+
+def test_a_figure_is_drawn_in_the_language_it_is_given_and_else_in_tcplab_lang(bulk, monkeypatch):
+    """Issue 17: language= names a figure's words without touching the environment; None keeps
+    what TCPLAB_LANG asks (English when unset)."""
+    from tcplab.words import messages
+
+    zh = messages("zh")
+    monkeypatch.delenv("TCPLAB_LANG", raising=False)
+    for draw, key in ((plots.time_sequence, "plot.title.time_sequence"), (plots.throughput, "plot.title.throughput"),
+                      (plots.window_and_inflight, "plot.title.window"), (plots.rtt, "plot.title.rtt")):
+        assert draw(bulk, language="zh").axes[0].get_title() == zh(key, flow=0)
+        assert draw(bulk).axes[0].get_title() == messages("en")(key, flow=0)
+    assert "TCPLAB_LANG" not in os.environ
+    monkeypatch.setenv("TCPLAB_LANG", "zh")
+    assert plots.rtt(bulk).axes[0].get_ylabel() == zh("plot.round_trip")
+    assert plots.rtt(bulk, language="en").axes[0].get_ylabel() == "round trip (ms)"
+    frame = pd.DataFrame({"x": [1, 2], "goodput MB/s": [1.0, 2.0]})
+    assert plots.sweep_lines(frame, "x", "goodput MB/s", language="en").axes[0].get_ylabel() == "goodput MB/s"
+    with pytest.raises(ValueError, match="没有 ACK 往返时延样本"):
+        plots.rtt(flow0(bulk).assign(ack_rtt=np.nan), language="zh")
 
 
 def test_drawing_into_given_axes_returns_them(bulk):

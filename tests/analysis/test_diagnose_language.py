@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+from html import escape as html_escape
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,113 @@ def test_a_folder_and_a_public_capture_in_chinese(tmp_path):
 
 def _width(text: str) -> int:
     return sum(2 if HAN.match(c) else 1 for c in text)
+
+
+# --- the page's language is passed, not set in the environment (issue 17) -----------------------------
+
+REPLAY = Path(__file__).resolve().parents[2] / "data" / "replay"
+#: Captures whose zh pages are held to no Latin word: a sender buffer, a receiver window with
+#: scaling off, an undetermined flow with a zero window, a public zero-window stall.
+PAGE_CAPTURES = [REPLAY / "01-send-buffer" / "sndbuf-16KB" / "server-eth0.pcap",
+                 REPLAY / "07-window-scaling" / "off-client-10ms" / "server-eth0.pcap",
+                 REPLAY / "05-zero-window" / "tiny-autotuned" / "server-eth0.pcap", ZERO_WINDOW]
+#: Codes a zh page writes as they are: the diagnosis's labels (also in --json and the tables).
+LABEL_CODES = {"undetermined"}
+NUMBER = re.compile(r"\b\d+(?:\.\d+)?e[-+]?\d+\b")  # 1.5e+07: a number, not the word "e"
+
+
+def _words(html: str) -> list[str]:
+    """The Latin words of a page (or of escaped lines) outside code, names, units and labels."""
+    from report.test_i18n import latin_words
+
+    return [w for w in latin_words(NUMBER.sub("0", html)) if w not in LABEL_CODES]
+
+
+def _diagnose_here(*args) -> int:
+    """``tcplab diagnose`` in this process, so its effect on os.environ can be seen."""
+    from tcplab.commands.diagnose import main
+
+    return main([str(a) for a in args])
+
+
+@pytest.mark.parametrize("before", (None, "en"))
+def test_a_zh_page_leaves_the_environment_as_it_was_and_passes_its_language(sndbuf_pcap, tmp_path, monkeypatch,
+                                                                              capsys, before):
+    from tcplab import plots
+
+    if before is None:
+        monkeypatch.delenv("TCPLAB_LANG", raising=False)
+    else:
+        monkeypatch.setenv("TCPLAB_LANG", before)
+    seen = []
+    drawn = plots.rtt
+
+    def spy(*args, **kwargs):
+        seen.append((os.environ.get("TCPLAB_LANG"), kwargs.get("language")))
+        return drawn(*args, **kwargs)
+
+    monkeypatch.setattr(plots, "rtt", spy)
+    report = tmp_path / "report.html"
+    assert _diagnose_here(sndbuf_pcap, "--language", "zh", "-o", report) == 0
+    assert os.environ.get("TCPLAB_LANG") == before
+    assert seen == [(before, "zh")]  # drawn in zh with the environment untouched
+    assert "往返时延" in report.read_text(encoding="utf-8") and "报告已写入" in capsys.readouterr().out
+
+
+def test_the_asked_language_wins_over_the_environment(sndbuf_pcap, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TCPLAB_LANG", "zh")
+    report = tmp_path / "report.html"
+    assert _diagnose_here(sndbuf_pcap, "--language", "en", "-o", report) == 0
+    html = report.read_text(encoding="utf-8")
+    assert '<html lang="en">' in html and not HAN.search(html) and not HAN.search(capsys.readouterr().out)
+    assert os.environ["TCPLAB_LANG"] == "zh"
+
+
+@pytest.mark.parametrize("capture", PAGE_CAPTURES, ids=lambda p: p.parent.name if p.parent.name != "captures" else p.stem)
+def test_a_zh_page_has_no_english_outside_code_names_units_and_labels(capture, tmp_path):
+    if not capture.is_file():
+        pytest.skip(f"no capture {capture}")
+    report = tmp_path / "report.html"
+    out = tcplab(capture, "--language", "zh", "-o", report)
+    assert out.returncode in (0, 1), out.stderr
+    lines = out.stdout.replace(str(report), "")
+    assert _words(html_escape(lines)) == [], out.stdout  # the lines, by the page's rule
+    assert _words(report.read_text(encoding="utf-8")) == []
+    html = report.read_text(encoding="utf-8")
+    # The numbers: each field named in Chinese, the field itself (its --json key) beside it as code.
+    assert "<tr><th>往返时延中位数（s） <code>rtt_median_s</code></th>" in html
+    assert "<tr><th>窗口缩放 <code>window_scaling</code></th><td>" in html
+
+
+def test_the_english_page_is_as_before(sndbuf_pcap, tmp_path, monkeypatch):
+    """English output unchanged: the numbers headed by their field names (no code beside them), word
+    values as the metrics hold them, and the figures drawn as tcplab.plots draws them by default."""
+    import base64
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tcplab import plots
+    from tcplab.analysis import read_packets
+    from tcplab.analysis.metrics import _SUMMARY
+
+    monkeypatch.delenv("TCPLAB_LANG", raising=False)
+    report = tmp_path / "report.html"
+    out = tcplab(sndbuf_pcap, "-o", report)
+    assert out.returncode == 0, out.stderr
+    html = report.read_text(encoding="utf-8")
+    heads = re.findall(r"<tr><th>([^<]*)</th><td>([^<]*)</td></tr>", html)
+    assert [h for h, _ in heads] == list(_SUMMARY) and "<code>rtt_median_s</code>" not in html
+    values = dict(heads)
+    assert values["sender"] == "client" and values["window_scaling"] in ("on", "off", "unknown")
+    assert values["rwnd_unknown_scale"] in ("True", "False")
+    png = re.search(r'alt="time_sequence" src="data:image/png;base64,([^"]+)"', html).group(1)
+    fig = plots.time_sequence(read_packets(sndbuf_pcap).packets, 0)
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    plt.close(fig)
+    assert base64.b64decode(png) == buf.getvalue()
