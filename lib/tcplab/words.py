@@ -71,12 +71,16 @@ class Messages:
     def has(self, key: str) -> bool:
         return key in self._own or key in self._fallback
 
+    def _or_itself(self, namespace: str, text: str) -> str:
+        """``namespace.text`` in this language; ``text`` itself when no key has it."""
+        key = f"{namespace}.{text}"
+        return self(key) if self.has(key) else text
+
     def label(self, group: str, value: str | None) -> str:
         """The display word for a code such as ``backend=delayline``; the code itself if unknown."""
         if value is None or value == "":
             return self("value.unknown")
-        key = f"{group}.{value}"
-        return self(key) if self.has(key) else str(value)
+        return self._or_itself(group, str(value))
 
     def check_name(self, name: str) -> str:
         """A scored check's name as a page shows it (``check.<name>``); the name itself, which
@@ -93,29 +97,25 @@ class Messages:
         """A table cell's words as a page shows them (``cell.<text>``, a row's name such as
         "round-trip time (TCP, median)"); the text itself, a variant's label or a value, when
         no key has it."""
-        key = f"cell.{text}"
-        return self(key) if self.has(key) else text
+        return self._or_itself("cell", text)
 
     def metric(self, name: str) -> str:
         """A flow's number named in words (``metric.<field>``, e.g. ``rtt_median_s``, a field of
         :class:`~tcplab.analysis.metrics.FlowMetrics` and its ``--json`` key); the field itself
         when no key has it."""
-        key = f"metric.{name}"
-        return self(key) if self.has(key) else name
+        return self._or_itself("metric", name)
 
     def unit(self, name: str) -> str:
         """A check's unit as a page writes it (``unit.<name>``): words such as "segments" are
         translated, symbols (ms, MB/s, B) have no key and stay as they are."""
-        key = f"unit.{name}"
-        return self(key) if name and self.has(key) else name
+        return self._or_itself("unit", name) if name else name
 
     def column(self, name: str) -> str:
         """A table's column header (or a figure's axis named after one) as a page shows it, in
         words (``goodput_bps`` → "goodput bps", looked up as ``column.goodput bps``); the header
         itself (a kernel field, a variant's label, a unit) when no key has it."""
         name = name.replace("_", " ")
-        key = f"column.{name}"
-        return self(key) if self.has(key) else name
+        return self._or_itself("column", name)
 
 
 def messages(language: str | None = None) -> Messages:

@@ -168,7 +168,10 @@ def collapses(trial: Trial) -> pd.DataFrame:
     (Recv-Q) did not fall. Nothing was read, so the memory came back from the kernel copying
     the queued payload into fewer, fuller buffers. Columns: ``time``, ``recv_q`` (the payload
     queued, which the collapse copied), ``r_before``, ``r_after``."""
-    q = _paused_queue(trial)
+    return _collapses(_paused_queue(trial))
+
+
+def _collapses(q: pd.DataFrame) -> pd.DataFrame:
     before = q.shift(1)
     fell = (q["r"] < (1 - COLLAPSE_DROP) * before["r"]) & (q["recv_q"] >= before["recv_q"])
     return pd.DataFrame({"time": q["time"][fell], "recv_q": q["recv_q"][fell], "r_before": before["r"][fell],
@@ -180,7 +183,8 @@ def collapse_row(trial: Trial) -> dict[str, object]:
     the first collapse (or over the whole pause where none came) and right after it, the
     reader's prune and collapse counters, and the first collapse as ``ss`` saw it (None
     where there was none)."""
-    q, seen = _paused_queue(trial), collapses(trial)
+    q = _paused_queue(trial)
+    seen = _collapses(q)
     first = seen.iloc[0] if len(seen) else None
     ahead = q[q["time"] < first["time"]] if first is not None else q
     counted = trial.counters(trial.receiver)
