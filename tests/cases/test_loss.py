@@ -66,6 +66,9 @@ def test_expected_goodput_and_sizes_follow_the_loss():
     assert all(s % 1024 == 0 for s in sizes)
     assert loss.seconds_for(3, 0.08) == pytest.approx(6)
     assert loss.lasting(4, "bbr", 0.08, 0.01) == 1 and loss.lasting(4, "cubic", 0.02, 0) == 1
+    # Under heavy loss a loss-based sender's transfer lasts long enough for several timeouts.
+    assert loss.lasting(4, "cubic", 0.02, 0.01) == 4
+    assert loss.lasting(4, "cubic", 0.02, 0.10) == 4 * loss.HEAVY_LOSS_STRETCH
 
 
 def test_points_and_labels_cover_the_grid_once():
