@@ -62,6 +62,16 @@ def first_flights(packets, flow: int | None = None, *, gap_s: float = 0.25) -> p
     return pd.DataFrame(rows)
 
 
+def first_window(packets, flow: int | None = None) -> int:
+    """The window the receiver offered when the first data segment left (bytes): its last
+    advertisement before it. It caps the first flight however large the sender's initcwnd."""
+    data, acks = _data_and_acks(packets, flow)
+    if data.empty:
+        return 0
+    before = acks[acks["rel_time"] <= data["rel_time"].iloc[0]]
+    return int(before["win"].iloc[-1]) if len(before) else 0
+
+
 def data_rounds(packets, rtt_s: float, flow: int | None = None) -> int:
     """Round trips a transfer's data took, counted in the capture: flights of data separated by
     silences longer than a quarter of the round trip (within a flight, segments leave as the
