@@ -22,7 +22,7 @@ from ..units import parse_size
 from .trial import Trial
 
 __all__ = ["PAGE", "TCP_MEM", "read_tcp_mem", "limits", "exceed_events", "exceed_summary", "receiver_clamp",
-           "PRESSURE_COUNTERS", "pressure_counters", "Ballast"]
+           "PRESSURE_COUNTERS", "pressure_counters", "outcome", "outcomes", "Ballast"]
 
 PAGE = 4096
 TCP_MEM = Path("/proc/sys/net/ipv4/tcp_mem")
@@ -92,6 +92,24 @@ def receiver_clamp(trial: Trial, side: str = "client") -> pd.DataFrame:
                         "advmss": rows["advmss"] if "advmss" in rows else rows["mss"]})
     out["segments"] = out["rcv_ssthresh"] / out["advmss"]
     return out.reset_index(drop=True)
+
+
+def outcome(trial: Trial) -> dict[str, Any]:
+    """One run under a ``tcp_mem`` setting in a row: its goodput, the receiver's window
+    ceiling, the tracepoint's refusals by kind, the refusals the packets show, and the
+    kernel's pressure counters (what the exercises compare run by run)."""
+    refused = exceed_summary(trial)
+    return {"goodput (KB/s)": round(trial.goodput_bps / 8 / 1000, 1),
+            "receiver rcv_ssthresh (B, median)": int(receiver_clamp(trial)["rcv_ssthresh"].median()),
+            "SK_MEM_SEND events": refused["SK_MEM_SEND"], "SK_MEM_RECV events": refused["SK_MEM_RECV"],
+            "segments sent again": trial.metrics.resent_segments,
+            "zero-window advertisements": trial.metrics.zero_window_packets,
+            **pressure_counters(trial)}
+
+
+def outcomes(*trials: Trial) -> pd.DataFrame:
+    """:func:`outcome` of each run, a column per run; counts stay whole numbers."""
+    return pd.DataFrame({t.label: pd.Series(outcome(t), dtype=object) for t in trials})
 
 
 #: ioctl of the bytes a socket has written but its peer not yet acknowledged (linux/sockios.h)
