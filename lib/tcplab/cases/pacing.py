@@ -15,16 +15,21 @@ from ..analysis.table import flow_view
 from ..observe.ss import socket_rows
 from .trial import Trial
 
-__all__ = ["wire_rate", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
+__all__ = ["BIN_S", "wire_rate", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
            "throttled_reads", "summary"]
 
 
-def wire_rate(trial: Trial, bin_s: float = 0.1) -> pd.Series:
+#: The wire's rate is read in bins this long (seconds): short enough to show a burst that
+#: fills a window, long enough to hold several segments of a trickle.
+BIN_S = 0.1
+
+
+def wire_rate(trial: Trial, bin_s: float = BIN_S) -> pd.Series:
     """New payload on the wire per ``bin_s`` bin, in bytes per second, indexed by time (s)."""
     return goodput_series(trial.packets, bin_s=bin_s) / 8
 
 
-def shape(trial: Trial, *, bin_s: float = 0.1) -> dict[str, float]:
+def shape(trial: Trial, *, bin_s: float = BIN_S) -> dict[str, float]:
     """How the application's average rate was delivered on the wire.
 
     ``app_rate``: bytes the application read / its reading time (first to last read);
@@ -97,7 +102,7 @@ def throttled_reads(trials: list[Trial], file_bytes: int, limit_Bps: float) -> p
     return pd.DataFrame(rows).set_index("kernel")
 
 
-def summary(trials: list[Trial], *, bin_s: float = 0.1) -> pd.DataFrame:
+def summary(trials: list[Trial], *, bin_s: float = BIN_S) -> pd.DataFrame:
     """One row per trial: application rate, wire peak, burstiness, window and segment sizes."""
     rows = []
     for t in trials:
