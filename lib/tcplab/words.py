@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,23 @@ def _load(language: str) -> dict[str, str]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=None)
+def _check_patterns() -> tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...]:
+    """The English ``check.`` keys with placeholders as patterns of whole check names, with
+    their keys and field names; the most literal text first, so that the more specific of two
+    patterns that both match a name wins."""
+    found = []
+    for key in _load(FALLBACK_LANGUAGE):
+        if not key.startswith("check.") or "{" not in key:
+            continue
+        parts = re.split(r"\{(\w+)\}", key[len("check."):])  # literal, field, literal, …
+        literal, fields = parts[::2], tuple(parts[1::2])
+        pattern = re.compile("(.+?)".join(re.escape(text) for text in literal))
+        found.append((sum(map(len, literal)), pattern, key, fields))
+    found.sort(key=lambda item: -item[0])
+    return tuple((pattern, key, fields) for _, pattern, key, fields in found)
+
+
 class Messages:
     """Looks up and fills in user-facing strings of one language."""
 
@@ -84,14 +102,30 @@ class Messages:
 
     def check_name(self, name: str) -> str:
         """A scored check's name as a page shows it (``check.<name>``); the name itself, which
-        stays the check's identifier (summary.json, worksheets, grading), when no key has it. A
-        name that a case prefixes with a kernel ("6.1.176 (UML): …") is looked up without it."""
+        stays the check's identifier (summary.json, worksheets, grading), when no key has it.
+
+        A check whose name carries a case's parameters ("Nagle stall at 20ms") is keyed by the
+        name with placeholders ("check.Nagle stall at {rtt}"): the values the name was built with
+        fill this language's template, so the words follow a changed parameter too. A name that
+        a case prefixes with a kernel ("6.1.176 (UML): …") is looked up without it."""
+        words = self._check_words(name)
+        if words is not None:
+            return words
+        prefix, sep, rest = name.partition(": ")
+        if sep and prefix[:1].isdigit():
+            words = self._check_words(rest)
+            if words is not None:
+                return f"{prefix}: {words}"
+        return name
+
+    def _check_words(self, name: str) -> str | None:
         if self.has(f"check.{name}"):
             return self(f"check.{name}")
-        prefix, sep, rest = name.partition(": ")
-        if sep and prefix[:1].isdigit() and self.has(f"check.{rest}"):
-            return f"{prefix}: {self(f'check.{rest}')}"
-        return name
+        for pattern, key, fields in _check_patterns():
+            found = pattern.fullmatch(name)
+            if found:
+                return self(key, **dict(zip(fields, found.groups())))
+        return None
 
     def cell(self, text: str) -> str:
         """A table cell's words as a page shows them (``cell.<text>``, a row's name such as

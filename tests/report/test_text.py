@@ -24,6 +24,23 @@ def test_labels_translate_codes_and_keep_unknown_ones():
     assert t.label("backend", None) == "unknown"
 
 
+def test_a_check_name_built_from_parameters_is_translated_with_its_values():
+    zh, en = Messages("zh"), Messages("en")
+    # The course's defaults and values no run of it has used read the same way.
+    assert zh.check_name("Nagle stall at 20ms") == "20ms 下的 Nagle 停顿"
+    assert zh.check_name("Nagle stall at 35ms") == "35ms 下的 Nagle 停顿"
+    assert zh.check_name("64KB cubic: times slower than unset") == "64KB cubic：比未设置慢的倍数"
+    # Of two patterns that match, the one with more fixed text wins.
+    assert zh.check_name("Nagle stall at 7ms minus at 1ms: longer on the longer path") == \
+        "7ms 与 1ms 下 Nagle 停顿之差：路径越长停顿越长"
+    # A kernel in front, as case 02 compares two kernels, stays in front.
+    assert zh.check_name("6.1.176 (UML): median window vs tcp_adv_win_scale 1 rule") == \
+        "6.1.176 (UML): 窗口中位数与 tcp_adv_win_scale 1 规则之比"
+    # English gives the name back as it was built; a name no key knows stays itself.
+    assert en.check_name("Nagle stall at 35ms") == "Nagle stall at 35ms"
+    assert zh.check_name("a check nobody keyed") == "a check nobody keyed"
+
+
 def test_every_key_used_in_templates_exists():
     keys = set(json.loads((STRINGS_DIR / "en.json").read_text()))
     used = set()
