@@ -76,6 +76,14 @@ def test_a_bound_sentence_writes_its_values_in_the_house_units():
     json.dumps(data)  # what the notebook keeps must be JSON
 
 
+def test_a_list_of_values_is_joined_as_its_language_joins_a_list():
+    gaps = prose.several([0.22, 0.44, 1.5], "duration")
+    assert gaps.text("en") == "220 ms, 440 ms, 1.5 s" and gaps.text("zh") == "220 ms、440 ms、1.5 s"
+    _, data = prose.sentence("05-zero-window", "theory_probes", {"rtt": prose.duration(0.02), "rto": prose.duration(0.22),
+                                                                 "times": gaps, "giveup": prose.duration(945)}, language="zh")
+    assert data["fields"]["times"] == {"value": [0.22, 0.44, 1.5], "kind": "duration", "text": "220 ms、440 ms、1.5 s"}
+
+
 def test_bad_sentences_are_refused():
     with pytest.raises(KeyError, match="prose.01-send-buffer.nonexistent"):
         prose.sentence("01-send-buffer", "nonexistent", {})

@@ -26,7 +26,7 @@ from ..units import format_byte_rate, format_duration, format_rate, format_size
 from ..words import Messages
 from .tables import GAP, cell_text
 
-__all__ = ["MIME_TYPE", "Quantity", "size", "byte_count", "duration", "rate", "byte_rate", "count", "percent", "times", "change",
+__all__ = ["MIME_TYPE", "Quantity", "Quantities", "several", "size", "byte_count", "duration", "rate", "byte_rate", "count", "percent", "times", "change",
            "sentence", "say", "said_in", "STATIC_KINDS", "NUMBER_WITH_UNIT", "static_numbers",
            "declared_kinds", "undeclared_numbers"]
 
@@ -55,6 +55,28 @@ class Quantity:
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "kind": self.kind, "text": str(self)}
+
+
+@dataclass(frozen=True)
+class Quantities:
+    """Several of a run's values of one kind, said as a list: each written as its
+    :class:`Quantity` is, joined the way the page's language joins a list
+    (``prose.list_separator``: ", " in English, "、" in Chinese)."""
+
+    items: tuple[Quantity, ...]
+
+    def text(self, language: str | None = None) -> str:
+        return Messages(language)("prose.list_separator").join(str(q) for q in self.items)
+
+    def to_json(self, language: str | None = None) -> dict[str, Any]:
+        kinds = {q.kind for q in self.items}
+        return {"value": [q.value for q in self.items], "kind": kinds.pop() if len(kinds) == 1 else "word",
+                "text": self.text(language)}
+
+
+def several(values: Any, kind: str) -> Quantities:
+    """``values`` of one ``kind`` (see :class:`Quantity`), to be said as a list."""
+    return Quantities(tuple(Quantity(v, kind) for v in values))
 
 
 _WRITERS = {
@@ -115,8 +137,8 @@ def sentence(case_id: str, name: str, values: Mapping[str, Any], *, language: st
     t = Messages(language)
     if not t.has(key):
         raise KeyError(f"no sentence {key!r} in the strings")
-    fields = {k: v.to_json() if isinstance(v, Quantity) else {"value": None, "kind": "word", "text": str(v)}
-              for k, v in values.items()}
+    fields = {k: v.to_json() if isinstance(v, Quantity) else v.to_json(t.language) if isinstance(v, Quantities)
+              else {"value": None, "kind": "word", "text": str(v)} for k, v in values.items()}
     text = t(key, **{k: f["text"] for k, f in fields.items()})
     return text, {"key": key, "fields": fields, "text": text}
 
