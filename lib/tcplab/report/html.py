@@ -28,6 +28,7 @@ import nbformat
 from .context import ReportContext
 from .editions import apply_edition
 from .offline import MathAssets, has_math, katex_assets, scrub_remote
+from .parameters import fill_notebook
 from .templating import TEMPLATES_DIR, render
 
 __all__ = [
@@ -154,7 +155,7 @@ def render_cells(nb: nbformat.NotebookNode | str | Path, *, edition: str = "inst
     """
     if base_dir is None and isinstance(nb, (str, Path)):
         base_dir = Path(nb).parent
-    nb = apply_edition(load_notebook(nb), edition)
+    nb = fill_notebook(apply_edition(load_notebook(nb), edition))  # prose states the parameters it ran with
     nb.cells = [_as_shown(c, language) for c in nb.cells
                 if _PAPERMILL_MARKER_TAG not in c.get("metadata", {}).get("tags", [])]
     resources = {"metadata": {"path": str(base_dir or "."), "name": "notebook"}}

@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 from ..units import format_byte_rate, format_duration, format_rate, format_size
 from ..words import Messages
+from .parameters import without_spans
 from .tables import GAP, cell_text
 
 __all__ = ["MIME_TYPE", "Quantity", "Quantities", "several", "size", "byte_count", "duration", "rate", "byte_rate", "count", "percent", "times", "change",
@@ -176,8 +177,9 @@ NUMBER_WITH_UNIT = re.compile(
 
 
 def static_numbers(source: str) -> list[str]:
-    """The quantities a piece of static prose states (numbers with a unit)."""
-    return [m.strip() for m in NUMBER_WITH_UNIT.findall(source)]
+    """The quantities a piece of static prose states (numbers with a unit), leaving out the
+    parameters it marks (:mod:`.parameters`), which a page writes from the run."""
+    return [m.strip() for m in NUMBER_WITH_UNIT.findall(without_spans(source))]
 
 
 def declared_kinds(cell: Any) -> tuple[str, ...]:
