@@ -4,6 +4,8 @@ gives it)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tcplab.cases import Trial
@@ -41,11 +43,16 @@ def test_a_recorded_run_is_named_for_its_cause(case, variant):
     assert diagnosis.sentences and diagnosis.evidence
 
 
+#: Runs kept for what they happened to show, apart from the course's replay data, which is
+#: recorded again whenever a case changes (and then shows whatever that run did).
+FIXTURE_RUNS = Path(__file__).parent / "fixtures" / "runs"
+
+
 def test_resends_wireshark_calls_out_of_order_still_count_as_loss():
-    """In this recorded run the receiver's window grew during recovery, so Wireshark's rules
-    call every resend "out-of-order"; counted by sequence coverage they are resends, and
-    the diagnosis sees the loss."""
-    trial = Trial("next-save1", Run.load(data_root() / "replay" / "08-slow-start" / "next-save1"))
+    """In this run (case 08's next-save1 as recorded in 2026-11, on 6.18) the receiver's window
+    grew during recovery, so Wireshark's rules call every resend "out-of-order"; counted by
+    sequence coverage they are resends, and the diagnosis sees the loss."""
+    trial = Trial("next-save1", Run.load(FIXTURE_RUNS / "next-save1"))
     m = trial.metrics
     assert m.retransmissions == 0 and m.resent_segments > 100
     resent = trial.packets.packets["rel_time"].isin(m.resent["time"])
