@@ -70,13 +70,13 @@ def test_a_receiver_squeezed_by_tcp_mem_is_told_from_a_slow_reader():
 
 
 def test_a_queue_built_by_bursts_is_not_the_path_from_the_pcap_alone():
-    """Cubic behind a 16 KB SO_SNDBUF at 20 ms and 100 Mbit/s: its round trips grow 20 -> 36 ms,
-    but it waits for ACKs 84 % of the transfer and moves 39 Mbit/s; the packets alone cannot
-    tell its send buffer from its congestion window, so no verdict rather than the path."""
+    """Cubic behind a 16 KB SO_SNDBUF at 20 ms and 100 Mbit/s (case 01's run as recorded in
+    2026-11, on 6.18, kept as a fixture): its round trips grow 20 -> 36 ms, but it waits for
+    ACKs 84 % of the transfer and moves 39 Mbit/s; the packets alone cannot tell its send
+    buffer from its congestion window, so no verdict rather than the path."""
     from tcplab.analysis import diagnose, read_packets
 
-    run = data_root() / "replay" / "01-send-buffer" / "sndbuf-16KB-cubic"
-    d = diagnose(read_packets(run / "server-eth0.pcap"))
+    d = diagnose(read_packets(FIXTURE_RUNS / "sndbuf-16KB-cubic" / "server-eth0.pcap"))
     assert d.label == "undetermined", d.summary
     assert "waiting for ACKs for 84 %" in d.summary
 
