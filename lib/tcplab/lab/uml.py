@@ -94,6 +94,49 @@ def cache_dir() -> Path:
     return Path(base) / "tcplab" / "uml"
 
 
+#: Preloaded into the UML kernel's process where the host's XSAVE area outgrows UML's FPU buffer
+#: (CPUs with AMX): without it every register restore fails and UML kills init at boot.
+XSTATE_SOURCE = Path(__file__).with_name("uml_xstate.c")
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            return next((set(line.split(":", 1)[1].split()) for line in cpuinfo if line.startswith("flags")), set())
+    except OSError:
+        return set()
+
+
+def xstate_preload() -> Path | None:
+    """:data:`XSTATE_SOURCE` built for this machine, once, into :func:`cache_dir` (named by the
+    source's hash, written atomically so two boots may build it at once). None where no C
+    compiler is found and the CPU has no AMX, whose XSAVE area Debian's UML 6.1 cannot hold;
+    with AMX and no compiler UML cannot boot, and the error says what to install."""
+    import hashlib
+
+    source = XSTATE_SOURCE.read_bytes()
+    target = cache_dir() / f"xstate-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    if target.is_file():
+        return target
+    compiler = shutil.which(os.environ.get("CC") or "cc")
+    if compiler is None:
+        if any(flag.startswith("amx") for flag in _cpu_flags()):
+            raise UmlError("this CPU has AMX, whose register area is larger than the UML kernel's; the UML kernel "
+                           f"boots here only with a small preload built from {XSTATE_SOURCE.name}, and no C compiler "
+                           "(cc) was found to build it: apt-get install gcc (make setup does it), or set CC")
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = target.with_name(f".{target.name}.{os.getpid()}")
+    built = subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(building), str(XSTATE_SOURCE), "-ldl"],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        building.unlink(missing_ok=True)
+        raise UmlError(f"building the UML kernel's preload from {XSTATE_SOURCE} with {compiler} failed:\n"
+                       + built.stderr.strip())
+    os.replace(building, target)
+    return target
+
+
 def _modprobe(root: Path) -> Path | None:
     for candidate in (root / "usr/bin/kmod", root / "bin/kmod"):
         if candidate.is_file() and os.access(candidate, os.X_OK):
@@ -341,13 +384,15 @@ class UmlKernel:
         init.chmod(0o755)
         argv = [str(install.binary), f"mem={self.mem}", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw",
                 f"init={init}", "con=null", "con0=fd:0,fd:1", "quiet", f"umid={self.umid}", f"uml_dir={workdir}"]
+        preload = xstate_preload()
         read_life, self._lifeline = os.pipe()
         shepherd = Path(__file__).with_name("uml_shepherd.py")
         started = time.monotonic()
         self._proc = subprocess.Popen(
             [sys.executable, "-S", str(shepherd), str(read_life), str(workdir / "uml.pgid"), str(UML_RT_PRIORITY), "--", *argv],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(read_life,),
-            start_new_session=True, env={**os.environ, "TMPDIR": os.environ.get("TMPDIR", tempfile.gettempdir())})
+            start_new_session=True, env={**os.environ, "TMPDIR": os.environ.get("TMPDIR", tempfile.gettempdir()),
+                                         **({"LD_PRELOAD": str(preload)} if preload else {})})
         os.close(read_life)
         self._console_in = self._proc.stdin
         threading.Thread(target=self._read_console, name=f"uml-console-{self.umid}", daemon=True).start()
