@@ -147,8 +147,12 @@ class Messages:
     def column(self, name: str) -> str:
         """A table's column header (or a figure's axis named after one) as a page shows it, in
         words (``goodput_bps`` → "goodput bps", looked up as ``column.goodput bps``); the header
-        itself (a kernel field, a variant's label, a unit) when no key has it."""
-        name = name.replace("_", " ")
+        itself (a kernel field, a variant's label, a unit) when no key has it. Only a header that
+        is one identifier is a field name to put in words: in a header of several words (or a
+        variant's label) an underscore belongs to a kernel name ("sender SO_SNDBUF",
+        "host-tcp_mem") and stays."""
+        if name.isidentifier():
+            name = name.replace("_", " ")
         return self._or_itself("column", name)
 
 

@@ -41,6 +41,17 @@ def test_a_check_name_built_from_parameters_is_translated_with_its_values():
     assert zh.check_name("a check nobody keyed") == "a check nobody keyed"
 
 
+def test_a_column_header_keeps_the_kernel_names_in_it():
+    en, zh = Messages("en"), Messages("zh")
+    # One identifier is a field name, put in words; a header of several words keeps its
+    # underscores, which belong to kernel names.
+    assert en.column("goodput_bps") == "goodput bps"
+    assert en.column("receiver SO_RCVBUF") == "receiver SO_RCVBUF"
+    assert en.column("squeezed-tcp_mem") == "squeezed-tcp_mem"
+    assert zh.column("squeezed-tcp_mem") == "收紧的 tcp_mem"
+    assert en.column("a header no key knows_it") == "a header no key knows_it"
+
+
 def test_every_key_used_in_templates_exists():
     keys = set(json.loads((STRINGS_DIR / "en.json").read_text()))
     used = set()

@@ -96,11 +96,15 @@ def receiver_clamp(trial: Trial, side: str = "client") -> pd.DataFrame:
 
 def outcome(trial: Trial) -> dict[str, Any]:
     """One run under a ``tcp_mem`` setting in a row: its goodput, the receiver's window
-    ceiling, the tracepoint's refusals by kind, the refusals the packets show, and the
-    kernel's pressure counters (what the exercises compare run by run)."""
-    refused = exceed_summary(trial)
+    ceiling (its least, which shows whether pressure ever cut it, and its median, where it
+    stayed), the tracepoint's refusals by kind (None on a kernel without the tracepoint: not
+    counted, rather than none), the refusals the packets show, and the kernel's pressure
+    counters. The case's comparison and each exercise's table are these rows, run beside run."""
+    refused = exceed_summary(trial) if trial.traced(EVENT) else {"SK_MEM_SEND": None, "SK_MEM_RECV": None}
+    ceiling = receiver_clamp(trial)["rcv_ssthresh"]
     return {"goodput (KB/s)": round(trial.goodput_bps / 8 / 1000, 1),
-            "receiver rcv_ssthresh (B, median)": int(receiver_clamp(trial)["rcv_ssthresh"].median()),
+            "receiver rcv_ssthresh (B, min)": int(ceiling.min()),
+            "receiver rcv_ssthresh (B, median)": int(ceiling.median()),
             "SK_MEM_SEND events": refused["SK_MEM_SEND"], "SK_MEM_RECV events": refused["SK_MEM_RECV"],
             "segments sent again": trial.metrics.resent_segments,
             "zero-window advertisements": trial.metrics.zero_window_packets,
