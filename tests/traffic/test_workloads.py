@@ -71,6 +71,13 @@ def test_upload_puts_the_send_buffer_on_the_client(path, tmp_path):
     assert result.sockets["server"]["sndbuf_requested"] is None
 
 
+def test_iperf_streams_share_the_size_over_that_many_connections(path, tmp_path):
+    result = WORKLOADS["iperf"](size="2MB", streams=3, timeout="20s").run(path, tmp_path)
+    assert result.ok and result.extra["streams"] == 3
+    assert 2 * 1024**2 <= result.bytes < 2 * 1024**2 + 3 * 128 * 1024  # at most a block more per stream
+    assert WORKLOADS["iperf"]().run(path, tmp_path / "one").extra["streams"] == 1
+
+
 def test_a_socket_may_pick_cubic_although_the_namespace_defaults_to_bbr(path, tmp_path):
     assert path.client.sysctl("net.ipv4.tcp_congestion_control") == "bbr"
     result = WORKLOADS["bulk"](size="64KB", cc="cubic").run(path, tmp_path)

@@ -7,9 +7,10 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..analysis import theory
 from .trial import Trial
 
-__all__ = ["TCP_MAX_WSCALE", "UNSCALED_MAX", "initial_wscale", "handshake", "handshakes"]
+__all__ = ["TCP_MAX_WSCALE", "UNSCALED_MAX", "initial_wscale", "handshake", "handshakes", "parallel_unscaled"]
 
 #: The largest shift RFC 7323 allows (include/net/tcp.h: TCP_MAX_WSCALE).
 TCP_MAX_WSCALE = 14
@@ -60,3 +61,16 @@ def handshake(trial: Trial, *, rmem_max: int) -> dict[str, Any]:
 def handshakes(trials: Iterable[Trial], *, rmem_max: int) -> pd.DataFrame:
     """:func:`handshake` of several trials, one row each."""
     return pd.DataFrame([handshake(t, rmem_max=rmem_max) for t in trials]).set_index("variant")
+
+
+def parallel_unscaled(trials: Iterable[Trial], *, rtt_s: float, rate_bps: float) -> pd.DataFrame:
+    """Runs of n parallel connections without window scaling, one row each: how many the
+    workload opened, their goodput together, and what n unscaled windows per round trip allow
+    (each connection is capped by its own 64 KB; together they are capped by the line)."""
+    rows = []
+    for t in trials:
+        n = int(t.app.extra.get("streams") or 1)
+        rows.append({"variant": t.label, "connections": n, "goodput MB/s": t.goodput_bps / 8e6,
+                     "predicted MB/s": theory.window_limited_throughput(n * UNSCALED_MAX, rtt_s,
+                                                                       theory.max_goodput(rate_bps)) / 8e6})
+    return pd.DataFrame(rows).set_index("variant")

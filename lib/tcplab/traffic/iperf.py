@@ -11,12 +11,16 @@ from .result import AppResult
 from .running import RunningWorkload
 from .streams import DIRECTIONS
 
+#: iperf3 refuses more parallel streams than this (``-P``).
+IPERF_STREAMS_MAX = 128
+
 
 @register
 @dataclass(frozen=True)
 class Iperf(Workload):
     """iperf3 moves at least ``size`` bytes: it rounds up to whole ``write_size`` blocks, and its
-    receiver may count a few hundred bytes more than were asked for."""
+    receiver may count a few hundred bytes more than were asked for. With ``streams`` > 1 the
+    bytes are spread over that many connections at once; the result counts them together."""
 
     name: ClassVar[str] = "iperf"
 
@@ -27,6 +31,7 @@ class Iperf(Workload):
                                low=1, high=BUFFER_MAX, optional=True)
     write_size: int = param("size", "128KB", "bytes per write (iperf3 -l)", low=1, high=IO_MAX)
     nodelay: bool = param("bool", False, "TCP_NODELAY (iperf3 -N)")
+    streams: int = param("int", 1, "parallel connections sharing the size (iperf3 -P)", low=1, high=IPERF_STREAMS_MAX)
 
     def sender(self) -> str:
         return "server" if self.direction == "download" else "client"
@@ -45,6 +50,8 @@ class Iperf(Workload):
             client += ["-w", str(self.window)]
         if self.nodelay:
             client.append("-N")
+        if self.streams > 1:
+            client += ["-P", str(self.streams)]
         return {"server": ["iperf3", "-s", "-1", "-B", address, "-p", port, "--json"], "client": client}
 
     def summarize(self, reports: Mapping[str, dict], running: RunningWorkload) -> AppResult:
@@ -62,10 +69,13 @@ class Iperf(Workload):
             start=start, end=end if start is not None else None,
             requests=[{"start": start, "end": end, "latency": received["seconds"], "bytes": bytes_}] if start else [],
             sockets={side: self._socket(side, reports[side]) for side in SIDES},
-            extra={"retransmits": reports[self.sender()].get("end", {}).get("sum_sent", {}).get("retransmits")},
+            extra={"retransmits": reports[self.sender()].get("end", {}).get("sum_sent", {}).get("retransmits"),
+                   # the connections iperf3 opened, as its client reports them (-P)
+                   "streams": len(reports["client"].get("start", {}).get("connected", []))},
         )
 
     def _socket(self, side: str, report: Mapping[str, Any]) -> dict[str, Any]:
+        # With several streams, the first connection stands for all: they share every setting.
         start, end = report.get("start", {}), report.get("end", {})
         connected = (start.get("connected") or [{}])[0]
         role = "sender" if side == self.sender() else "receiver"
