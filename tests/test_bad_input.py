@@ -58,6 +58,7 @@ MATRIX = [
     ("run", ["bulk", "--set", "mtu=100"], "mtu", "from 576 to 9000"),
     ("run", ["bulk", "--set", "cc=warp"], "cc", "one of"),
     ("run", ["bulk", "--set", "initcwnd=0"], "initcwnd", "from 1 to 1000"),
+    ("run", ["bulk", "--set", "ssthresh=1"], "ssthresh", "from 2 to 100000"),
     ("run", ["bulk", "--set", "offloads=maybe"], "offloads", "true or false"),
     ("run", ["bulk", "--set", "queue=-1"], "queue", "at least one packet"),
     ("run", ["bulk", "--set", "size=0"], "size", "(excluded)"),

@@ -146,12 +146,14 @@ def test_jitter_spreads_round_trips(root):
 
 
 def test_namespace_sysctls_and_route_options_are_applied(root):
-    with NetPath(sysctls={"tcp_window_scaling": 0, "tcp_slow_start_after_idle": 0}, initcwnd=4, initrwnd=20) as path:
+    with NetPath(sysctls={"tcp_window_scaling": 0, "tcp_slow_start_after_idle": 0}, initcwnd=4, initrwnd=20,
+                 ssthresh=20) as path:
         for host in (path.client, path.server):
             assert host.sysctl("tcp_window_scaling") == "0"
             assert host.sysctl("tcp_slow_start_after_idle") == "0"
             route = host.run(["ip", "route", "show", "default"]).stdout
             assert "initcwnd 4" in route and "initrwnd 20" in route
+            assert "ssthresh lock 20" in route, route  # locked, as `ip route … ssthresh lock 20` sets it
         # the host's own value is untouched
         assert sysctl.read("net.ipv4.tcp_window_scaling") == "1"
 

@@ -35,6 +35,8 @@ CLIENT_NET = "10.201.1."
 SERVER_NET = "10.201.2."
 #: The kernel's state of a neighbour entry that never expires (linux/neighbour.h).
 NUD_PERMANENT = 0x80
+#: A route metric's bit in RTAX_LOCK (include/uapi/linux/rtnetlink.h).
+RTAX_SSTHRESH = 6
 #: Offloads that let the stack hand veth 64 KB super-segments; every tx-tcp*-segmentation
 #: variant counts too (6.18 added tx-tcp-accecn-segmentation, for example).
 OFFLOADS = ("tx-generic-segmentation", "rx-gro", "rx-gro-list")
@@ -65,6 +67,8 @@ class PathSpec(Params):
                                  low=1, high=1000, optional=True)
     initrwnd: int | None = param("int", None, "initial receive window (segments) on client and server routes",
                                  low=1, high=1000, optional=True)
+    ssthresh: int | None = param("int", None, "slow-start threshold (segments) locked on client and server routes "
+                                 "(ip route … ssthresh lock N)", low=2, high=100000, optional=True)
     seed: int = param("int", 1, "seed of the delay line's random loss and jitter", low=0, high=2**31 - 1)
     kernel: str | None = param("choice", None, "kernel that runs the lab: host, uml (User-mode Linux), "
                                "or auto (unset: host when root, else uml)", choices=("host", "uml"), optional=True)
@@ -452,6 +456,11 @@ class NetPath:
             metrics["initcwnd"] = self.spec.initcwnd
         if self.spec.initrwnd is not None:
             metrics["initrwnd"] = self.spec.initrwnd
+        if self.spec.ssthresh is not None:
+            # Locked, as `ip route … ssthresh lock N` sets it: closing connections then leave the
+            # value in the destination's tcp_metrics entry as it is (tcp_update_metrics).
+            metrics["ssthresh"] = self.spec.ssthresh
+            metrics["lock"] = 1 << RTAX_SSTHRESH
         return {"metrics": metrics} if metrics else {}
 
     def _tune(self) -> None:
