@@ -8,8 +8,11 @@ import pandas as pd
 import pytest
 
 from tcplab.cases import CaseLab
+from tcplab.cases.replay import replay_root
+from tcplab.cases.trial import Trial
 from tcplab.cases import zerowindow as zw
 from tcplab.lab import PathSpec
+from tcplab.runs import load_run
 from tcplab.traffic import Bulk, Slowreader
 
 
@@ -28,6 +31,20 @@ def test_unanswered_probes_are_fine_only_inside_the_rate_limit():
     assert not zw.probes_answered_as_expected(table)
     with pytest.raises(ValueError):
         zw.probe_schedule(0, 1)
+
+
+def test_recorded_probes_follow_the_schedule_under_the_servers_rto_max():
+    # Case 05's exercise 2 as shipped (Linux 6.18, the server's tcp_rto_max_ms at 1000): the gaps
+    # double until they reach 1 s and then stay there, and the schedule with that cap says so.
+    run = load_run(replay_root() / "05-zero-window" / "ex2-rto-max-1000ms-pause-10s")
+    assert run.spec.side_sysctls["server"]["tcp_rto_max_ms"] == 1000
+    rows = zw.probes_against_schedule(Trial("ex2", run, replayed=True), rto_s=0.22, rto_max_s=1.0)
+    measured = rows["measured s"].dropna()
+    gaps = measured.diff().dropna()
+    assert len(measured) >= 8 and rows["predicted s"].notna().all()
+    assert gaps.iloc[0] == pytest.approx(2 * measured.iloc[0], rel=0.25)  # doubling before the cap
+    assert gaps.iloc[2:].between(0.95, 1.1).all(), gaps.tolist()            # then the cap, not 120 s
+    assert len(rows) - len(measured) <= 1  # the schedule cut where the reader resumed: one probe more at most
 
 
 @pytest.mark.kernel

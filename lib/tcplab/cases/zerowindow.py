@@ -19,9 +19,12 @@ from ..analysis.table import data_direction, main_flow
 from .trial import Trial
 
 __all__ = ["pause", "sender_packets", "receiver_packets", "probe_table", "episode", "recovery", "receive_queue",
-           "probe_schedule", "probes_answered_as_expected", "receive_queue_plot", "collapses", "collapse_row",
-           "PROBE_COUNTERS", "COLLAPSE_COUNTERS"]
+           "probe_schedule", "probes_against_schedule", "probes_answered_as_expected", "receive_queue_plot", "collapses", "collapse_row",
+           "PROBE_COUNTERS", "COLLAPSE_COUNTERS", "RTO_MAX_S"]
 
+#: The longest gap between probes by default: TCP_RTO_MAX (include/net/tcp.h), the default of
+#: net.ipv4.tcp_rto_max_ms where a kernel has it (Linux 6.15 and later).
+RTO_MAX_S = 120.0
 #: The reader's nstat counters about its window (see :meth:`Trial.counters`).
 PROBE_COUNTERS = ("TcpExtTCPToZeroWindowAdv", "TcpExtTCPFromZeroWindowAdv", "TcpExtTCPWantZeroWindowAdv",
                   "TcpExtTCPACKSkippedSeq")
@@ -229,7 +232,21 @@ def receive_queue_plot(trial: Trial, *, ax=None, title: str | None = None, unit:
     return ax
 
 
-def probe_schedule(rto_s: float, until_s: float, *, rto_max_s: float = 120.0) -> list[float]:
+def probes_against_schedule(trial: Trial, rto_s: float, *, rto_max_s: float = RTO_MAX_S) -> pd.DataFrame:
+    """The persist timer's probes of ``trial`` beside :func:`probe_schedule`'s, the schedule cut
+    where the reader resumed: one row per probe, ``probe`` (1, 2, …), ``predicted s`` and
+    ``measured s`` after the window closed (None where one side has fewer probes)."""
+    view = sender_packets(trial)
+    (_, resumed_at), (closed_at, _) = pause(trial, view), episode(view)
+    found = probe_table(view).since_zero_s.tolist()
+    expected = probe_schedule(rto_s, resumed_at - closed_at, rto_max_s=rto_max_s)
+    return pd.DataFrame([{"probe": k + 1, "predicted s": expected[k] if k < len(expected) else None,
+                          "measured s": found[k] if k < len(found) else None}
+                         for k in range(max(len(expected), len(found)))],
+                        columns=["probe", "predicted s", "measured s"])
+
+
+def probe_schedule(rto_s: float, until_s: float, *, rto_max_s: float = RTO_MAX_S) -> list[float]:
     """When the persist timer sends its probes after the window closed: the first one RTO
     later, then each gap doubled (exponential backoff), each gap capped at ``rto_max_s``
     (net.ipv4.tcp_rto_max_ms); the probes before ``until_s``."""

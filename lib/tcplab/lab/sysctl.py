@@ -87,6 +87,12 @@ def read(key: str) -> str:
     return _path(key).read_text().strip()
 
 
+def known(key: str) -> bool:
+    """Whether the kernel this runs in has the sysctl ``key`` (``tcp_rto_max_ms`` came with
+    Linux 6.15, for example)."""
+    return _path(key_of(key)).exists()
+
+
 def read_or_empty(key: str) -> str:
     """``read``, or "" where this machine has no such file (no /proc/sys: replay off Linux)."""
     try:
