@@ -156,6 +156,32 @@ def test_bad_input_is_refused_by_name_with_what_is_accepted_and_touches_nothing(
     assert not (tmp_path / "reports").exists()
 
 
+#: The same refusals from a command that speaks Chinese (``--language zh``, or ``TCPLAB_LANG`` as a
+#: zh page's kernel has it): the parameter keeps its name, the sentence and what it accepts are
+#: Chinese, and nothing of the English sentence is left.
+ZH_MATRIX = [
+    ("run", ["bulk", "--set", "rtt=fast"], "rtt", "时长，例如 20ms"),
+    ("run", ["bulk", "--set", "initcwnd=0"], "initcwnd", "整数，范围 1 至 1000，或不设置"),
+    ("run", ["bulk", "--set", "rate=12mbps"], "rate", "有歧义"),
+    ("report", ["--language", "zh", "--cases", "99"], "CASES", "all，或以下编号/名称"),
+    ("report", ["--language", "zh", "--formats", "html,doc"], "--formats", "未知：doc"),
+    ("diagnose", ["{capture}", "--language", "zh", "--t-range", "soon"], "--t-range", "从抓包开始起算的秒数"),
+    ("papermill", ["04-nagle-delayed-ack", "requests", "0"], "requests", "整数，范围 1 至 100000"),
+]
+
+
+@pytest.mark.parametrize("surface, args, name, accepted", ZH_MATRIX, ids=[f"{m[0]}:{' '.join(m[1])}" for m in ZH_MATRIX])
+def test_a_command_speaking_chinese_refuses_in_chinese(tmp_path, surface, args, name, accepted):
+    env = {**os.environ, "TCPLAB_DATA": str(tmp_path / "data")}
+    if "--language" not in args:
+        env["TCPLAB_LANG"] = "zh"
+    out = subprocess.run(_command(surface, args, tmp_path), capture_output=True, text=True, env=env, timeout=300)
+    said = out.stdout + out.stderr
+    assert f"{name}：不接受" in said and "可接受：" in said and accepted in said, said[-3000:]
+    assert "is not accepted" not in said and "accepted:" not in said, said[-3000:]
+    assert out.returncode == (1 if surface == "papermill" else 2)
+
+
 def test_the_matrix_covers_every_surface_and_enough_inputs():
     surfaces = {m[0] for m in MATRIX}
     assert surfaces == {"run", "lab", "report", "make", "diagnose", "grade", "papermill"} and len(MATRIX) >= 25

@@ -39,7 +39,8 @@ from typing import Any, Iterable
 from .course import NOTEBOOKS, available_cases
 from .files import write_atomically
 from .units import ParameterError
-from .words import FALLBACK_LANGUAGE, STRINGS_DIR, check_language, languages
+from .params import check_language
+from .words import FALLBACK_LANGUAGE, STRINGS_DIR, languages
 
 __all__ = ["SCHEMA", "I18N_DIR", "source_sha256", "translations_dir", "translation_path", "Translation",
            "read_translation", "write_translation", "translate_notebook", "translated_title", "stub",

@@ -25,8 +25,9 @@ from .units import (
     parse_rate,
     parse_size,
 )
+from .words import languages
 
-__all__ = ["Params", "param", "ParameterError"]
+__all__ = ["Params", "param", "ParameterError", "check_language"]
 
 
 class _Stored:
@@ -273,3 +274,10 @@ def _accepted(meta: dict) -> str:
     if meta["optional"]:
         text += ", or unset"
     return text
+
+
+def check_language(language: str) -> str:
+    """``language`` when it has a strings file; else a :class:`ParameterError` listing those that do."""
+    if language not in languages():
+        raise ParameterError("language", language, "one of " + ", ".join(languages()))
+    return language

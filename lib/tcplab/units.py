@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 import re
 
+from .words import messages
+
 __all__ = [
     "ParameterError",
     "parse_duration",
@@ -39,12 +41,17 @@ class ParameterError(ValueError):
         self.value = value
         self.accepted = accepted
         self.why = why
-        detail = f" ({why})" if why else ""
-        super().__init__(f"{name}: {value!r} is not accepted{detail}; accepted: {accepted}")
+        # Said in the language in force where it arose (a page's, or --language): ``accepted`` and
+        # ``why`` are English phrases, which the strings files translate (words.error_phrase).
+        super().__init__(messages().parameter_error(name, value, accepted, why))
 
     def __reduce__(self):
-        # Rebuilt from its fields, so it can travel back from a UML lab kernel as itself.
-        return type(self), (self.name, self.value, self.accepted, self.why)
+        # Rebuilt from its fields, so it can travel back from a UML lab kernel as itself, and
+        # still says what it said there (in the language in force where it arose).
+        return type(self), (self.name, self.value, self.accepted, self.why), {"args": self.args}
+
+    def __setstate__(self, state: dict) -> None:
+        self.args = state["args"]
 
 
 _NUMBER = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"

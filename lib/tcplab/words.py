@@ -14,34 +14,45 @@ from __future__ import annotations
 import json
 import os
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from .units import ParameterError
 
-__all__ = ["Messages", "messages", "default_language", "languages", "check_language", "STRINGS_DIR"]
+__all__ = ["Messages", "messages", "default_language", "speaking", "languages", "STRINGS_DIR"]
 
 STRINGS_DIR = Path(__file__).parent / "strings"
 FALLBACK_LANGUAGE = "en"
 
 
+#: The language a command was asked to speak (``--language``), while it runs: see :func:`speaking`.
+_SPOKEN: ContextVar[str | None] = ContextVar("tcplab_language", default=None)
+
+
 def default_language() -> str:
-    """The language asked for by ``TCPLAB_LANG``, English when unset."""
-    return os.environ.get("TCPLAB_LANG", "").strip() or FALLBACK_LANGUAGE
+    """The language a command speaks (:func:`speaking`), else the one asked for by
+    ``TCPLAB_LANG``, English when neither is set."""
+    return _SPOKEN.get() or os.environ.get("TCPLAB_LANG", "").strip() or FALLBACK_LANGUAGE
+
+
+@contextmanager
+def speaking(language: str | None) -> Iterator[None]:
+    """Within the block, words looked up without a language (errors among them) are
+    ``language``'s; None leaves the language as it was. For a command's ``--language``: the
+    process's environment stays as it is."""
+    token = _SPOKEN.set(language or _SPOKEN.get())
+    try:
+        yield
+    finally:
+        _SPOKEN.reset(token)
 
 
 def languages() -> list[str]:
     """The languages with a strings file (``<language>.sources.json``, a translation's record of the
     English it translates (:mod:`tcplab.i18n`), is none)."""
     return sorted(p.stem for p in STRINGS_DIR.glob("*.json") if "." not in p.stem)
-
-
-def check_language(language: str) -> str:
-    """``language`` when it has a strings file; else a :class:`ParameterError` listing those that do."""
-    if language not in languages():
-        raise ParameterError("language", language, "one of " + ", ".join(languages()))
-    return language
 
 
 @lru_cache(maxsize=None)
@@ -55,20 +66,21 @@ def _load(language: str) -> dict[str, str]:
 
 
 @lru_cache(maxsize=None)
-def _check_patterns() -> tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...]:
-    """The English ``check.`` keys with placeholders as patterns of whole check names, with
-    their keys and field names; the most literal text first, so that the more specific of two
-    patterns that both match a name wins."""
+def _patterns(namespace: str) -> tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...]:
+    """The English keys of ``namespace`` with placeholders (``check.Nagle stall at {rtt}``) as
+    patterns of whole texts, with their keys and field names; the most literal text first, and
+    of two as literal the one with fewer fields, so that the more specific of two patterns that
+    both match a text wins."""
     found = []
     for key in _load(FALLBACK_LANGUAGE):
-        if not key.startswith("check.") or "{" not in key:
+        if not key.startswith(namespace + ".") or "{" not in key:
             continue
-        parts = re.split(r"\{(\w+)\}", key[len("check."):])  # literal, field, literal, …
+        parts = re.split(r"\{(\w+)\}", key[len(namespace) + 1:])  # literal, field, literal, …
         literal, fields = parts[::2], tuple(parts[1::2])
-        pattern = re.compile("(.+?)".join(re.escape(text) for text in literal))
-        found.append((sum(map(len, literal)), pattern, key, fields))
-    found.sort(key=lambda item: -item[0])
-    return tuple((pattern, key, fields) for _, pattern, key, fields in found)
+        pattern = re.compile("(.+?)".join(re.escape(text) for text in literal), re.DOTALL)
+        found.append((-sum(map(len, literal)), len(fields), pattern, key, fields))
+    found.sort(key=lambda item: item[:2])
+    return tuple((pattern, key, fields) for *_, pattern, key, fields in found)
 
 
 class Messages:
@@ -119,13 +131,33 @@ class Messages:
         return name
 
     def _check_words(self, name: str) -> str | None:
-        if self.has(f"check.{name}"):
-            return self(f"check.{name}")
-        for pattern, key, fields in _check_patterns():
-            found = pattern.fullmatch(name)
+        return self._templated("check", name)
+
+    def _templated(self, namespace: str, text: str, fill=lambda value: value) -> str | None:
+        """``text`` in this language by its key ``namespace.text``, else by the first English
+        key of ``namespace`` whose template matches it, filled with what the placeholders
+        matched (each passed through ``fill``); None when neither has it."""
+        if self.has(f"{namespace}.{text}"):
+            return self(f"{namespace}.{text}")
+        for pattern, key, fields in _patterns(namespace):
+            found = pattern.fullmatch(text)
             if found:
-                return self(key, **dict(zip(fields, found.groups())))
+                return self(key, **{field: fill(value) for field, value in zip(fields, found.groups())})
         return None
+
+    def error_phrase(self, text: str) -> str:
+        """A phrase of an error message (what a parameter accepts, why a value was refused), as
+        the code wrote it in English, in this language: by its key ``error.<text>`` or a template
+        (``error.one of {choices}``), whose parts are phrases again; the text itself when no key
+        has it, so that an untranslated phrase still reads."""
+        return self._templated("error", text, fill=self.error_phrase) or text
+
+    def parameter_error(self, name: str, value: object, accepted: str, why: str = "") -> str:
+        """The sentence of a :class:`~tcplab.units.ParameterError`: the parameter, the value it
+        was given, why that was refused and what is accepted."""
+        detail = self("parameter_error.why", why=self.error_phrase(why)) if why else ""
+        return self("parameter_error.sentence", name=name, value=repr(value), detail=detail,
+                    accepted=self.error_phrase(accepted))
 
     def cell(self, text: str) -> str:
         """A table cell's words as a page shows them (``cell.<text>``, a row's name such as

@@ -23,7 +23,8 @@ import pytest
 from tcplab.analysis import read_packets
 from tcplab.analysis.diagnose import LABELS, diagnose
 from tcplab.units import ParameterError
-from tcplab.words import STRINGS_DIR, check_language
+from tcplab.params import check_language
+from tcplab.words import STRINGS_DIR
 
 from .pcapgen import ACK, PSH, Transfer, write_pcap
 

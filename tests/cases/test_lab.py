@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import subprocess
 import sys
 import threading
@@ -14,12 +15,14 @@ import pytest
 
 from tcplab.cases import CaseLab, ReplayMissing, Trial, VariantTable, ms_tag, save, size_tag
 from tcplab.cases.lab import RUN_TRIES
+from tcplab.cases.replay import replay_root
 from tcplab.lab import PathSpec
 from tcplab.lab.state import exclusive_measurement
 from tcplab.observe import health
 from tcplab.runs import Run, data_root
 from tcplab.traffic import Bulk
 from tcplab.units import ParameterError
+from tcplab.words import speaking
 
 TCPLAB = str(Path(sys.executable).with_name("tcplab"))
 CASE = "98-fixture"
@@ -155,6 +158,20 @@ def test_replay_refuses_other_parameters_and_unknown_names(recorded, dirs):
 def test_replay_without_recorded_data_says_how_to_make_it(dirs):
     with pytest.raises(ReplayMissing, match="tcplab replay save 98-fixture"):
         CaseLab(CASE, mode="replay", **dirs)
+
+
+def test_replay_missing_is_said_in_the_pages_language_and_travels_as_itself():
+    # A zh page's kernel asks for a value outside the recorded grid: the sentence is Chinese,
+    # lists what was recorded, and comes back from a UML lab kernel (pickled) unchanged.
+    with speaking("zh"):
+        table = VariantTable.read("05-zero-window", replay_root() / "05-zero-window")
+        with pytest.raises(ReplayMissing) as raised:
+            table.run_of("ex1-rcvbuf-256KB-pause-60s")
+    said = str(raised.value)
+    assert "没有名为 'ex1-rcvbuf-256KB-pause-60s' 的变体" in said and "ex1-rcvbuf-256KB-pause-30s" in said, said
+    assert "no variant" not in said
+    again = pickle.loads(pickle.dumps(raised.value))
+    assert type(again) is ReplayMissing and again.reason == "no_variant" and str(again) == said
 
 
 def test_saving_a_case_never_run_live_is_a_parameter_error(dirs):

@@ -21,7 +21,8 @@ from tcplab.commands import main as tcplab
 from tcplab.course import NOTEBOOKS, ROOT
 from tcplab.report import prose
 from tcplab.units import ParameterError
-from tcplab.words import STRINGS_DIR, Messages, check_language, languages
+from tcplab.params import check_language
+from tcplab.words import STRINGS_DIR, Messages, languages
 
 CASE = "00-path-check"
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -8,7 +8,8 @@ import re
 from tcplab.report.editions import EDITIONS
 from tcplab.report.handout import STATUSES
 from tcplab.report.templating import TEMPLATES_DIR, counter_content, css_string, format_value
-from tcplab.words import STRINGS_DIR, Messages
+from tcplab.units import ParameterError
+from tcplab.words import STRINGS_DIR, Messages, speaking
 
 
 def test_missing_translation_falls_back_to_english():
@@ -50,6 +51,29 @@ def test_a_column_header_keeps_the_kernel_names_in_it():
     assert en.column("squeezed-tcp_mem") == "squeezed-tcp_mem"
     assert zh.column("squeezed-tcp_mem") == "收紧的 tcp_mem"
     assert en.column("a header no key knows_it") == "a header no key knows_it"
+
+
+def test_an_error_is_said_in_the_language_in_force_where_it_arose():
+    zh = Messages("zh")
+    # Phrases are translated part by part: the range and "or unset" around the kind of value.
+    assert zh.error_phrase("a whole number from 1 to 1000, or unset") == "整数，范围 1 至 1000，或不设置"
+    assert zh.error_phrase("a phrase no key has yet") == "a phrase no key has yet"  # still reads
+    refused = ("mtu", 100, "a whole number from 576 to 9000", "out of range")
+    assert str(ParameterError(*refused)) == (
+        "mtu: 100 is not accepted (out of range); accepted: a whole number from 576 to 9000")
+    with speaking("zh"):
+        said = str(ParameterError(*refused))
+    assert said == "mtu：不接受 100（超出范围）；可接受：整数，范围 576 至 9000"
+    assert "is not accepted" in str(ParameterError(*refused))  # the block is over: English again
+
+
+def test_every_english_error_phrase_is_its_own_key():
+    # Code writes its phrases in English and the strings file keys them by that text (the
+    # templates by it with placeholders): an English value that differed would change the
+    # English errors.
+    english = json.loads((STRINGS_DIR / "en.json").read_text(encoding="utf-8"))
+    phrases = {key: value for key, value in english.items() if key.startswith("error.")}
+    assert len(phrases) >= 40 and all(key == f"error.{value}" for key, value in phrases.items())
 
 
 def test_every_key_used_in_templates_exists():

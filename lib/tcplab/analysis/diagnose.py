@@ -25,7 +25,8 @@ import pandas as pd
 
 from ..params import Params, param
 from ..units import format_byte_rate, format_duration, format_rate, format_size
-from ..words import Messages, check_language
+from ..params import check_language
+from ..words import Messages
 from . import theory
 from ._metrics_kernel import MIN_EXCHANGES  # noqa: F401  (the metrics count the turns; a rule of the diagnosis)
 from .metrics import CAPTURE_FIELDS, MIN_GAP_S, FlowMetrics, all_flow_metrics, flow_metrics

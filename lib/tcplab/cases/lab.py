@@ -92,9 +92,7 @@ class CaseLab:
         self._replay = replay.replay_root(replay_dir) / case_id
         if mode == "replay":
             if not (self._replay / replay.INDEX).exists():
-                raise replay.ReplayMissing(
-                    f"{case_id} has no recorded runs in {self._replay}; run it live once (as root on Linux) "
-                    f"and save them with `tcplab replay save {case_id}`")
+                raise replay.ReplayMissing("no_data", case=case_id, folder=self._replay)
             self._recorded = replay.read_index(self._replay)
             #: The recorded variants, which replay looks each label up in.
             self._variants = VariantTable.of_index(case_id, self._replay, self._recorded)
@@ -146,7 +144,7 @@ class CaseLab:
         if self.mode == "replay":
             kept = self._recorded["kept"].get(name)
             if kept is None:
-                raise replay.ReplayMissing(f"{self.case_id}: the recorded data does not say which kernels ran side by side")
+                raise replay.ReplayMissing("no_kernels", case=self.case_id)
             return list(kept["kernels"]), kept["why"]
         from ..lab.kernels import host_can_run, uml_can_run
 
@@ -186,8 +184,7 @@ class CaseLab:
         if self.mode == "replay":
             kept = self._recorded["kept"]
             if name not in kept:
-                raise replay.ReplayMissing(f"{self.case_id}: the recorded data keeps no value named {name!r}; "
-                                           f"it has: {', '.join(sorted(kept)) or 'none'}")
+                raise replay.ReplayMissing("no_value", case=self.case_id, name=repr(name), names=replay.listed(sorted(kept)))
             return kept[name]
         value = json.loads(json.dumps(self.in_lab(compute), default=str))
         self._index(kept={name: value})
@@ -293,10 +290,8 @@ class CaseLab:
         # The recorded key is worked out again from the recorded parameters: an older key_of
         # may have stored another.
         if key_of(run.params) != plan.key:
-            raise replay.ReplayMissing(
-                f"{self.case_id}/{label}: the recorded run was made with other parameters than this notebook "
-                f"asks for (recorded with the {self._recorded.get('profile', '?')} profile and the notebook's "
-                f"defaults). Replay mode can only show what was recorded; change parameters in live mode.")
+            raise replay.ReplayMissing("other_parameters", case=self.case_id, label=label,
+                                       profile=self._recorded.get("profile", "?"))
         return Trial(label, run, replayed=True)
 
     def _saw_kernel(self, kernel: str) -> None:

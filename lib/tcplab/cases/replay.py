@@ -18,14 +18,38 @@ from typing import Any
 from ..files import partial_name, write_atomically
 from ..runs import RUN_JSON, Run, data_root, runs_root
 from ..units import ParameterError
+from ..words import messages
 
-__all__ = ["INDEX", "empty_index", "ReplayMissing", "replay_root", "read_index", "write_index", "save"]
+__all__ = ["INDEX", "empty_index", "ReplayMissing", "listed", "replay_root", "read_index", "write_index", "save"]
 
 INDEX = "index.json"
 
 
 class ReplayMissing(LookupError):
-    """The recorded data has no run (or value) for what the notebook asks."""
+    """The recorded data has no run (or value) for what the notebook asks: ``reason`` is a key
+    under ``replay_missing.`` in the strings files, said in the language in force where it
+    arose (a page's), with ``fields`` filled in."""
+
+    def __init__(self, reason: str, **fields: Any) -> None:
+        self.reason, self.fields = reason, fields
+        super().__init__(messages()(f"replay_missing.{reason}", **fields))
+
+    def __reduce__(self):
+        # Rebuilt from its reason and fields, so it can travel back from a UML lab kernel as itself,
+        # and still says what it said there (in the language in force where it arose).
+        return _rebuilt, (type(self), self.reason, self.fields), {"args": self.args}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.args = state["args"]
+
+
+def _rebuilt(cls: type, reason: str, fields: dict[str, Any]) -> "ReplayMissing":
+    return cls(reason, **fields)
+
+
+def listed(names: Any) -> str:
+    """Names for a ReplayMissing's sentence: comma-separated, or the word for none."""
+    return ", ".join(names) or messages()("replay_missing.none")
 
 
 def replay_root(replay_dir: str | os.PathLike | None = None) -> Path:

@@ -85,8 +85,8 @@ class VariantTable:
     def run_of(self, label: str) -> Run:
         """The run record of ``label``; :class:`~.replay.ReplayMissing` naming the labels there are."""
         if label not in self.runs:
-            raise replay.ReplayMissing(f"{self.case}: no variant named {label!r} in {self.source}; "
-                                       f"there are: {', '.join(self.labels) or 'none'}")
+            raise replay.ReplayMissing("no_variant", case=self.case, label=repr(label), source=self.source,
+                                       labels=replay.listed(self.labels))
         return Run.load(self.runs[label])
 
     def frame(self) -> pd.DataFrame:

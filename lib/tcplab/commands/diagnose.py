@@ -25,7 +25,7 @@ from typing import Iterator, Sequence
 
 from ..analysis._jit import interpret_if_small
 from ..units import ParameterError, format_duration, format_rate, format_size, parse_duration
-from ..words import Messages
+from ..words import Messages, speaking
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_UNDETERMINED, language_option
 
 __all__ = ["main", "build_parser", "parse_t_range"]
@@ -149,6 +149,11 @@ def _diagnose(argv: Sequence[str]) -> int:
         print(f"tcplab diagnose: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     words = Messages(args.language)
+    with speaking(args.language):  # its errors too, not only its pages, in the language asked for
+        return _diagnose_read(args, words)
+
+
+def _diagnose_read(args: argparse.Namespace, words: Messages) -> int:
     if not os.path.isdir(args.file):
         interpret_if_small([args.file])  # before the analysis loads its kernels
     from ..analysis.diagnose import diagnose

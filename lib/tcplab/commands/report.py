@@ -17,6 +17,7 @@ from ..course import NOTEBOOKS, PROFILES, REPORTS, select_cases
 from ..files import write_atomically
 from ..lab.kernels import KERNELS, MODE_CHOICES, choose_mode
 from ..units import ParameterError
+from ..words import speaking
 from .common import EXIT_BUSY, EXIT_OK, EXIT_PROBLEM, language_option
 
 
@@ -52,10 +53,17 @@ def main(argv: Sequence[str]) -> int:
     args = parser.parse_args(list(argv))
 
     from .. import report
+
+    language = language_option(args.language)
+    with speaking(language):  # its errors too, not only its pages, in the language asked for
+        formats = report.check_formats(f.strip() for f in args.formats.split(",") if f.strip())
+        return _report(args, formats, language)
+
+
+def _report(args: argparse.Namespace, formats: list[str], language: str) -> int:
+    from .. import report
     from ..report.shards import Shard, merge
 
-    formats = report.check_formats(f.strip() for f in args.formats.split(",") if f.strip())
-    language = language_option(args.language)
     if args.merge:
         clashing = [name for name, given in (("--cases", args.cases is not None), ("--shard", args.shard),
                                               ("--render-only", args.render_only), ("--fresh", args.fresh))

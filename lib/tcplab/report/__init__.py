@@ -38,7 +38,8 @@ from ..i18n import ran_in, read_translation, translate_notebook, translated_titl
 from ..lab.kernels import MODES
 from ..files import write_atomically
 from ..units import ParameterError
-from ..words import FALLBACK_LANGUAGE, check_language, default_language
+from ..params import check_language
+from ..words import FALLBACK_LANGUAGE, default_language
 from .context import ReportContext, combine_backends, combine_kernels
 from .editions import EDITIONS, check_edition
 from .execute import DEFAULT_CELL_TIMEOUT_S, ExecutionResult, execute_notebook
