@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from tcplab.cases import ss_fields
+from tcplab.cases.replay import replay_root
 from tcplab.observe.ss import frame, parse_ss
 
 LINE = ("ESTAB 0 65536 10.201.2.2:5001 10.201.1.2:40000 skmem:(r0,rb131072,t0,tb32768,f3200,w70528,o0,bl0,d0) "
@@ -63,3 +65,18 @@ def test_payload_over_charged_and_limited_share():
 @pytest.mark.parametrize("space, shift", [(65535, 0), (65536, 1), (32 * 2**20, 10), (6 * 2**20, 7), (2**40, 14)])
 def test_predicted_wscale(space, shift):
     assert ss_fields.predicted_wscale(space) == shift
+
+
+def test_charged_memory_per_segment_in_flight_leaves_out_data_not_yet_sent():
+    # Case 11's runs as shipped. The 16 KB sender: w / unacked is the payload plus each
+    # segment's overhead: above the payload, and under twice it (not the 2-3 KB the course's
+    # answer once stated).
+    shipped = replay_root() / "11-reading-ss"
+    small = ss_fields.charged_per_segment(pd.read_parquet(shipped / "sndbuf-16KB" / "telemetry.parquet"), "server")
+    assert len(small) >= 5 and (small["w per segment"] > small["mss"]).all()
+    assert (small["w per segment"] < 2 * small["mss"]).all(), small["w per segment"].describe()
+    # The autotuned sender always had data queued unsent: w would count it, so no sample is read.
+    auto = pd.read_parquet(shipped / "autotuned" / "telemetry.parquet")
+    assert ss_fields.charged_per_segment(auto, "server").empty
+    assert (ss_fields.charged_per_segment(auto.assign(notsent=float("nan")), "server")["w per segment"]
+            > 2 * 1448).any()

@@ -15,7 +15,7 @@ import pandas as pd
 from ..observe.ss import socket_rows
 
 __all__ = ["FIELDS", "representative", "field_table", "send_rate_error",
-           "payload_over_charged", "limited_share", "predicted_wscale"]
+           "payload_over_charged", "charged_per_segment", "limited_share", "predicted_wscale"]
 
 #: The fields a field-by-field table shows, in ss's order: (column, label as ss prints it).
 FIELDS = (
@@ -89,6 +89,19 @@ def payload_over_charged(telemetry: pd.DataFrame) -> pd.DataFrame:
         recv = rows["recv_q"] / rows["skmem_r"].where(rows["skmem_r"] > 0)
         send = rows["send_q"] / rows["skmem_w"].where(rows["skmem_w"] > 0)
     return pd.DataFrame({"side": rows["side"], "recv_q/r": recv, "send_q/w": send})
+
+
+def charged_per_segment(telemetry: pd.DataFrame, side: str) -> pd.DataFrame:
+    """The memory the kernel charges ``side`` per segment in flight: per established sample with
+    segments unacknowledged and nothing waiting unsent, ``skmem_w`` / ``unacked``. ``w`` counts
+    the whole write queue, sent or not, so a sample with data not yet sent (``notsent``, which
+    ss leaves out when it is 0) would count that data too. Columns: ``time``, ``skmem_w``,
+    ``unacked``, ``mss`` and ``w per segment``."""
+    rows = socket_rows(telemetry, side)
+    rows = rows[(rows["unacked"].fillna(0) > 0) & (rows["notsent"].fillna(0) == 0)]
+    return pd.DataFrame({"time": rows["time"], "skmem_w": rows["skmem_w"], "unacked": rows["unacked"],
+                         "mss": rows["mss"], "w per segment": rows["skmem_w"] / rows["unacked"]}
+                        ).reset_index(drop=True)
 
 
 def limited_share(telemetry: pd.DataFrame, side: str) -> dict[str, float]:
