@@ -58,7 +58,9 @@ def languages() -> list[str]:
 @lru_cache(maxsize=None)
 def _load(language: str) -> dict[str, str]:
     path = STRINGS_DIR / f"{language}.json"
-    if not path.is_file():
+    # A name with a dot is no language ("zh.sources" is the record of what zh translates): read
+    # as one, every word would be a hash, the error that refuses it among them.
+    if "." in language or "/" in language or not path.is_file():
         if language == FALLBACK_LANGUAGE:
             raise FileNotFoundError(f"tcplab's English strings are missing: {path}")
         return {}

@@ -152,8 +152,10 @@ def test_the_strings_check_finds_missing_extra_stale_and_broken_keys(tmp_path):
 def test_the_sidecar_is_no_language():
     assert "zh" in languages() and not any("." in lang for lang in languages())
     assert i18n.translation_languages() == [lang for lang in languages() if lang != "en"]
-    with pytest.raises(ParameterError):
+    with pytest.raises(ParameterError) as refused:
         check_language("zh.sources")
+    assert "is not accepted" in str(refused.value)  # said in English: the sidecar holds no words
+    assert Messages("zh.sources")("status.passed") == "passed"
     with pytest.raises(ParameterError):
         i18n.check("en")
 
