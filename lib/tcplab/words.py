@@ -93,7 +93,7 @@ class Messages:
         self._own = _load(self.language)
         self._fallback = _load(FALLBACK_LANGUAGE)
 
-    def __call__(self, key: str, **fields: Any) -> str:
+    def __call__(self, key: str, /, **fields: Any) -> str:
         template = self._own.get(key, self._fallback.get(key))
         if template is None:
             # A visible key beats a crash in the middle of a report; tests catch it.

@@ -58,6 +58,9 @@ def test_an_error_is_said_in_the_language_in_force_where_it_arose():
     # Phrases are translated part by part: the range and "or unset" around the kind of value.
     assert zh.error_phrase("a whole number from 1 to 1000, or unset") == "整数，范围 1 至 1000，或不设置"
     assert zh.error_phrase("a phrase no key has yet") == "a phrase no key has yet"  # still reads
+    # A placeholder may be named like the lookup's own argument (key).
+    assert zh.error_phrase("net.core.rmem_max is shared by the whole machine; set it through host_settings "
+                           "(HostGuard)").startswith("net.core.rmem_max 由整台机器共享")
     refused = ("mtu", 100, "a whole number from 576 to 9000", "out of range")
     assert str(ParameterError(*refused)) == (
         "mtu: 100 is not accepted (out of range); accepted: a whole number from 576 to 9000")
