@@ -67,8 +67,7 @@ def check_namespace_settings(settings: Mapping[str, object]) -> dict[str, str]:
                 f"{key} is shared by the whole machine; set it through host_settings (HostGuard)",
             )
         # Without /proc/sys/net (replaying recorded runs off Linux) only a live run can tell.
-        known = _path(key).exists() or not (PROC_SYS / "net").exists()
-        if not key.startswith("net.") or not known:
+        if not key.startswith("net.") or not (known(key) or not (PROC_SYS / "net").exists()):
             raise ParameterError(name, value, "a sysctl under net.ipv4 or net.core that this kernel has",
                                  "unknown sysctl")
         out[key] = format_value(value)
