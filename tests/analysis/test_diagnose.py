@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tcplab.analysis import read_packets
+from tcplab.analysis import read_packets, theory
 from tcplab.analysis.diagnose import LABELS, diagnose
 from tcplab.units import ParameterError
 from tcplab.params import check_language
@@ -507,3 +507,23 @@ def test_a_queue_that_holds_the_window_outranks_the_window_rules(tmp_path):
     assert d.label == "path-bandwidth", d.summary
     assert d.metrics.window_scaling == "off"
     assert d.evidence["predicted_bps"] > 2 * d.metrics.goodput_bps
+
+
+def _full_window_growing_rtt():
+    # A 64 KB window always full while the round trip grows from 14 ms to 700 ms.
+    tr = Transfer(rtt=0.014, wscale=None)
+    tr.rounds([65535] * 10, rwnd=65535, rtt=0.014)
+    for rtt in np.linspace(0.05, 0.7, 30):
+        tr.round(65535, rwnd=65535, rtt=float(rtt))
+    return tr
+
+
+def test_a_queue_the_path_rate_cannot_hold_is_a_receiver_answering_late(tmp_path):
+    """The same round trips on a path known to run at 100 Mbit/s: 64 KB in flight queue there for
+    at most 5.5 ms, not 686 ms, so the segments waited at the receiver (a slow reader sends its
+    ACKs as it reads): the receiver's window over the measured round trips sets the rate."""
+    d = run(tmp_path, _full_window_growing_rtt(), context={"rate_bps": 100e6})
+    assert d.label == "receiver-window-limited", d.summary
+    assert d.evidence["queue_delay_most_s"] == pytest.approx(8 * 65535 / theory.max_goodput(100e6), rel=0.01)
+    assert d.evidence["predicted_bps"] == pytest.approx(d.metrics.goodput_bps, rel=0.5)
+    assert "acknowledged them only as its application read" in d.summary

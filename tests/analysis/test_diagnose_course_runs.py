@@ -21,6 +21,8 @@ KNOWN = {
     ("01-send-buffer", "unset-cubic"): "path-bandwidth",
     ("01-send-buffer", "sndbuf-256KB"): "path-bandwidth",
     ("02-receive-buffer", "rtt40-rcvbuf8KB"): "receiver-window-limited",
+    # a server reading 4 Mbit/s behind 8 KB, no added delay: its late ACKs, not a queue, grow the RTT
+    ("02-receive-buffer", "ex4-nodelay-rcvbuf8KB-read4mbit"): "receiver-window-limited",
     ("03-bdp-sweep", "pinned-2ms-loss-10"): "congestion-loss",
     ("04-nagle-delayed-ack", "split-nagle"): "nagle-delayed-ack",
     ("04-nagle-delayed-ack", "split-nodelay-20ms"): "application-limited",  # request/response turns

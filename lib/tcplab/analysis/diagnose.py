@@ -59,6 +59,12 @@ INFLIGHT_GROWTH = 1.3
 #: The receiver's window explains a rate only if the rate reaches at least this share of
 #: window / RTT; below it, with round trips growing behind a queue, the queue sets the pace.
 WINDOW_EXPLAINS = 0.5
+#: A queue at the path's bottleneck delays a segment by at most the bytes in flight ahead of it
+#: at the path's rate. Round trips that grow by more than this many times that (plus the 2 ms of
+#: scheduling slack) waited elsewhere: at a receiver that sent its ACKs only as its application
+#: read. Measured on case 02's slow reader (4 Mbit/s behind an 8 KB SO_RCVBUF on a 100 Mbit/s
+#: veth): 17.4 ms of growth where 8.5 KB in flight queue for 0.7 ms at the line.
+QUEUE_SLACK = 2.0
 #: A sender silent with data in flight, waiting for ACKs, for at least this share of the
 #: transfer is held by a window: a full path clocks it out by ACKs and never waits. Measured on
 #: the shipped runs of case 01 (20 ms, 100 Mbit/s): 84 % for cubic behind a 16 KB SO_SNDBUF,
@@ -194,6 +200,7 @@ class _Reasoner:
         self._pending: list[str] = []  # the evidence of an "undetermined" found while splitting
         self._cwnd_reason: str | None = None  # set when the split finds the cwnd holding the sender
         self._window_held_by_queue = False  # set when a queue outranks the receiver's full window
+        self._acks_held = False  # set when round trips grow more than any queue at the path's rate can make them
 
     # --- the decision ------------------------------------------------------------------------
     def conclude(self) -> Diagnosis:
@@ -226,7 +233,8 @@ class _Reasoner:
         elif best == "receiver-window-limited" and self._queue_holds_the_window():
             label = "path-bandwidth"
             self._window_held_by_queue = True
-        elif best == "receiver-window-limited" and m.window_scaling == "off" and m.rwnd_max_bytes <= 65535:
+        elif best == "receiver-window-limited" and m.window_scaling == "off" and m.rwnd_max_bytes <= 65535 \
+                and not self._acks_held:  # a receiver answering late holds the rate, whatever its window's cap
             label = "window-scaling-absent"
         elif best == "congestion-loss" and self._at_path_rate():
             # A flow that fills the path loses what overflows the bottleneck's queue: the
@@ -277,8 +285,26 @@ class _Reasoner:
         delivered than window / RTT: the queue holds the window, and a larger one would only
         lengthen it (an upload behind a slow link's deep queue)."""
         predicted = self._predicted(self.m.rwnd_median_bytes)
-        return self._rtt_growth() >= RTT_QUEUE and math.isfinite(predicted) and \
-            self.m.goodput_bps < WINDOW_EXPLAINS * predicted
+        if not (self._rtt_growth() >= RTT_QUEUE and math.isfinite(predicted) and
+                self.m.goodput_bps < WINDOW_EXPLAINS * predicted):
+            return False
+        if self._queue_fits_the_path():
+            return True
+        self._acks_held = True
+        return False
+
+    def _queue_delay_most_s(self) -> float:
+        """The longest a queue at the path's known rate can delay a segment: the most in flight
+        ahead of it, sent at the rate; infinite where the rate is unknown (the queue may sit
+        anywhere, behind any link)."""
+        rate = self.context.get("rate_bps")
+        if not rate or not math.isfinite(self.m.inflight_max_bytes):
+            return math.inf
+        return 8 * self.m.inflight_max_bytes / self._max_goodput(rate)
+
+    def _queue_fits_the_path(self) -> bool:
+        m = self.m
+        return m.rtt_p90_s - m.rtt_min_s <= QUEUE_SLACK * self._queue_delay_most_s() + 0.002
 
     def _at_path_rate(self) -> bool:
         rate = self.context.get("rate_bps")
@@ -377,10 +403,27 @@ class _Reasoner:
 
     def _receiver_window_limited(self, share: float) -> list[str]:
         m = self.m
+        if self._acks_held:
+            return self._receiver_acks_held(share)
         predicted = self._predicted(m.rwnd_median_bytes)
         self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, predicted_bps=predicted, goodput_bps=m.goodput_bps,
                              rtt_s=self.rtt)
         return self._say("receiver-window-limited", share=_pct(share), predicted=_rate_bytes(predicted),
+                         **self._common()) + self._telemetry()
+
+    def _receiver_acks_held(self, share: float) -> list[str]:
+        """The window is full and the round trips grow, but by more than a queue at the path's
+        rate can hold: the receiver answered late (a slow reader behind a small buffer), so its
+        window over the round trips as measured, not the path's, sets the rate."""
+        m = self.m
+        rate = float(self.context["rate_bps"])
+        predicted = theory.window_limited_throughput(m.rwnd_median_bytes, m.rtt_median_s, rate)
+        queue_s = self._queue_delay_most_s()
+        self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, predicted_bps=predicted, goodput_bps=m.goodput_bps,
+                             rtt_s=m.rtt_median_s, rtt_min_s=m.rtt_min_s, rtt_p90_s=m.rtt_p90_s, rate_bps=rate,
+                             queue_delay_most_s=queue_s)
+        return self._say("receiver-window-acks-held", share=_pct(share), rate=format_rate(rate), queue=_dur(queue_s),
+                         rtt_median=_dur(m.rtt_median_s), predicted=_rate_bytes(predicted),
                          **self._common()) + self._telemetry()
 
     def _window_scaling_absent(self, share: float) -> list[str]:
