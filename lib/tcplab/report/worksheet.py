@@ -23,7 +23,14 @@ WORKSHEET_TAG = "worksheet"
 
 
 class Refused(ValueError):
-    """Why a worksheet's source is not a predictions dict; the caller names notebook and cell."""
+    """Why a worksheet's source is not a predictions dict; the caller names notebook and cell.
+    Its words are an English phrase that the strings files translate (``error.*``, as a
+    ParameterError's are): the code it quotes fills a placeholder, braces and all."""
+
+
+#: Code a refusal quotes: a value filling its phrase, whose placeholders are {words}.
+_ASSIGNMENT = "predictions = {...}"
+_DICT = "{...}"
 
 
 def _literal(node: ast.expr, what: str) -> Any:
@@ -52,13 +59,13 @@ def parse_worksheet(source: str) -> dict[str, Value]:
         elif isinstance(node, ast.Expr) and isinstance(node.value, (ast.Constant, ast.Name)):
             continue  # a docstring, or `predictions` on a line to show it: nothing to run
         else:
-            raise Refused(f"line {node.lineno} is code other than predictions = {{...}}; "
+            raise Refused(f"line {node.lineno} is code other than {_ASSIGNMENT}; "
                            "the worksheet is read, never run")
     if len(found) != 1:
         raise Refused("it assigns predictions " + ("nowhere" if not found else f"{len(found)} times"))
     table = found[0]
     if not isinstance(table, ast.Dict):
-        raise Refused(f"predictions (line {table.lineno}) is not a dict literal {{...}}")
+        raise Refused(f"predictions (line {table.lineno}) is not a dict literal {_DICT}")
     predictions: dict[str, Value] = {}
     for key_node, value_node in zip(table.keys, table.values):
         if key_node is None:

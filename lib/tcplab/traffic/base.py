@@ -96,10 +96,12 @@ class Workload(Params):
             limit = host.get(key)
             if value is None or limit is None or value <= limit:
                 continue
+            # The setting that raises it is a value of the phrase: a key's placeholders are {words}.
+            setting = f"host={{'{key}': ...}}"
             raise ParameterError(
                 name, format_size(value), f"at most {limit} bytes ({key})",
                 f"{name} {format_size(value)} is above {key} {limit}: the kernel would clamp it to "
-                f"{2 * limit} bytes (2 x max); raise it with host={{'{key}': ...}}",
+                f"{2 * limit} bytes (2 x max); raise it with {setting}",
             )
 
     # --- running ----------------------------------------------------------------------------------

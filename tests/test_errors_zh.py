@@ -1,0 +1,258 @@
+"""Refusals said in Chinese: each area's ParameterError, raised under ``speaking("zh")``, leaves no
+English sentence behind. What may stay Latin is what a user types or the machine names: the
+parameter and its value, options, commands, file names, kernel and sysctl names, units."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tcplab import i18n, plots
+from tcplab.analysis import theory
+from tcplab.cases import replay, sweep
+from tcplab.cases.variants import VariantTable
+from tcplab.commands import i18n as i18n_command, uml as uml_command
+from tcplab.commands.run import split_settings
+from tcplab.lab import kernels, sysctl
+from tcplab.lab.link import LinkShape, choose_backend
+from tcplab.lab.path import PathSpec
+from tcplab.observe import ObserveSpec
+from tcplab.report import grading, shards
+from tcplab.traffic import Bulk, Slowreader
+from tcplab.units import ParameterError
+from tcplab.words import speaking
+
+#: Latin words a Chinese refusal keeps: names a user types or the machine prints.
+ALLOWED = {
+    # parameters, options' words, commands and their arguments
+    "rtt", "delay", "jitter", "queue", "cc", "host", "uml", "auto", "replay", "live", "delayline", "netem",
+    "sysctls", "host_settings", "HostGuard", "read_rate", "case_id", "predictions", "worksheet", "cell",
+    "tcplab", "report", "shard", "merge", "strings", "key", "edition", "formats", "language", "reports",
+    "dir", "render", "only", "uname", "run", "fetch", "apt", "get", "install", "user", "mode", "linux", "kmod",
+    "make", "setup", "median", "mean", "minshall", "rfc", "profile", "selection", "quick", "full",
+    "CASE", "ID", "KEY", "I", "N", "start", "end", "client", "server", "root", "markdown", "tc", "ip",
+    # kernels, sysctls, qdiscs, files and formats
+    "net", "core", "ipv", "rmem_max", "wmem_max", "tcp_mem", "tcp_allowed_congestion_control", "sysctl", "qdisc",
+    "sch_netem", "UML", "User", "Linux", "Debian",
+    "json", "summary", "ipynb", "en", "zh", "Markdown", "JSON", "scores", "None",
+    # units
+    "ms", "s", "KB", "MB", "GB", "p", "bytes",
+}
+
+
+def _leftover(exc: ParameterError, *quoted: str) -> list[str]:
+    """The Latin words of a refusal that are none of its name, value, paths, what it quotes from
+    a library (``quoted``) or ALLOWED."""
+    said = str(exc)
+    for part in (*quoted, repr(exc.value), str(exc.name)):
+        if part:
+            said = said.replace(part, " ")
+    said = re.sub(r"(?:/[\w.-]+)+", " ", said)  # paths
+    said = said.replace('{"check name"', " ")  # the worksheet's form, as code
+    words = re.findall(r"[A-Za-z][A-Za-z_]*", said)
+    return [w for w in words if w not in ALLOWED and w.lower() not in ALLOWED]
+
+
+def _refused(call, *args, **kwargs) -> ParameterError:
+    with speaking("zh"), pytest.raises(ParameterError) as info:
+        call(*args, **kwargs)
+    return info.value
+
+
+def _library_says(call, *args) -> str:
+    """What a library's own exception says (quoted in a refusal, in the library's language)."""
+    try:
+        call(*args)
+    except Exception as exc:  # noqa: BLE001 - whatever it raises is what the refusal quotes
+        return str(exc)
+    raise AssertionError("it did not raise")
+
+
+def _syntax_error(source: str) -> str:
+    """What Python says of source that does not parse ("" when it does)."""
+    try:
+        compile(source, "worksheet", "exec")
+    except SyntaxError as exc:
+        return exc.msg
+    return ""
+
+
+def _notebook(tmp: Path, name: str, cells: list) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = cells
+    path = tmp / f"{name}.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def _shard_dir(tmp: Path, name: str, *, index: int, count: int, profile: str = "quick") -> Path:
+    folder = tmp / name
+    folder.mkdir()
+    summary = {"shard": {"index": index, "count": count, "selection": ["01-send-buffer", "02-receive-buffer"]},
+               "cases": [], "profile": profile, "mode": "replay"}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def _refusals(tmp: Path, monkeypatch) -> dict[str, tuple[ParameterError, tuple]]:
+    """One refusal of each kind, by a short name: (the error, what it quotes from a library)."""
+    out: dict[str, tuple[ParameterError, tuple]] = {}
+    code = nbformat.v4.new_code_cell
+    # grading: notebooks and --scores
+    out["grade: no such notebook"] = _refused(grading.read_notebook, tmp / "absent.ipynb"), ()
+    bad = tmp / "bad.ipynb"
+    bad.write_text("not json")
+    out["grade: not a notebook"] = (_refused(grading.read_notebook, bad),
+                                    (_library_says(nbformat.read, str(bad), 4), "NotJSONError"))
+    untagged = nbformat.read(str(_notebook(tmp, "untagged", [code("x = 1")])), as_version=4)
+    out["grade: no worksheet"] = _refused(grading.read_predictions, untagged, path="s.ipynb"), ()
+    twice = nbformat.v4.new_notebook()
+    twice.cells = [code("predictions = {}", metadata={"tags": ["worksheet"]}),
+                   code("predictions = {}", metadata={"tags": ["worksheet"]})]
+    out["grade: two worksheets"] = _refused(grading.read_predictions, twice, path="s.ipynb"), ()
+    markdown = nbformat.v4.new_notebook()
+    markdown.cells = [nbformat.v4.new_markdown_cell("predictions", metadata={"tags": ["worksheet"]})]
+    out["grade: worksheet in markdown"] = _refused(grading.read_predictions, markdown, path="s.ipynb"), ()
+    for name, source in (("code", 'predictions = {"a": os.getcwd()}'), ("no parse", "predictions = {"),
+                         ("other code", "import os"), ("twice", "predictions = {}\npredictions = {}"),
+                         ("not a dict", "predictions = [1]"), ("unpacks", "predictions = {**other}"),
+                         ("key", "predictions = {1: 2}"), ("check twice", 'predictions = {"a": 1, "a": 2}'),
+                         ("a list", 'predictions = {"a": [1]}'), ("infinite", 'predictions = {"a": 1e999}')):
+        sheet = nbformat.v4.new_notebook()
+        sheet.cells = [code(source, metadata={"tags": ["worksheet"]})]
+        # The student's check name, Python's own words on what does not parse and a type's name stay.
+        out[f"worksheet: {name}"] = (_refused(grading.read_predictions, sheet, path="s.ipynb"),
+                                     ("'a'", "list", _syntax_error(source)))
+    out["grade: no such --scores"] = _refused(grading.read_measurements, tmp / "absent.json"), ()
+    neither = tmp / "neither.json"
+    neither.write_text("[1, 2]")
+    out["grade: neither summary nor scores"] = _refused(grading.read_measurements, neither), ()
+    unreadable = tmp / "unreadable.json"
+    unreadable.write_text("{")
+    out["grade: unreadable --scores"] = (_refused(grading.read_measurements, unreadable),
+                                         (_library_says(json.loads, "{"), "JSONDecodeError"))
+    empty = tmp / "empty.json"
+    empty.write_text(json.dumps({"cases": []}))
+    out["grade: no measured checks"] = _refused(grading.read_measurements, empty), ()
+    # report shards
+    out["shard: not I/N"] = _refused(shards.Shard.parse, "two"), ()
+    out["shard: more shards than cases"] = _refused(shards.Shard(3, 3).pick, ["01", "02"]), ()
+    out["merge: no summary"] = _refused(shards.read_shards, [tmp]), ()
+    (tmp / "broken").mkdir()
+    (tmp / "broken" / "summary.json").write_text("{")
+    out["merge: summary not JSON"] = _refused(shards.read_shards, [tmp / "broken"]), (_library_says(json.loads, "{"),)
+    (tmp / "whole").mkdir()
+    (tmp / "whole" / "summary.json").write_text(json.dumps({"cases": []}))
+    out["merge: a whole run"] = _refused(shards.read_shards, [tmp / "whole"]), ()
+    out["merge: nothing"] = _refused(shards.read_shards, []), ()
+    one, other = _shard_dir(tmp, "one", index=1, count=2), _shard_dir(tmp, "other", index=2, count=2, profile="full")
+    out["merge: another profile"] = _refused(shards.read_shards, [one, other]), ()
+    three = _shard_dir(tmp, "three", index=2, count=3)
+    out["merge: another split"] = _refused(shards.read_shards, [one, three]), ()
+    again = _shard_dir(tmp, "again", index=1, count=2)
+    out["merge: a shard twice"] = _refused(shards.read_shards, [one, again]), ()
+    # i18n
+    out["i18n: English"] = _refused(i18n.translation_language, "en"), ()
+    out["i18n: no strings file"] = _refused(i18n.translation_language, "fr", tmp), ()
+    out["i18n: unknown key"] = _refused(i18n.accept_strings, "zh", ["error.no such phrase"]), ()
+    # the lab's kernels (what this machine can run is made up: nothing starts)
+    monkeypatch.setattr(kernels, "inside", lambda: False)
+    monkeypatch.setattr(kernels, "host_can_run", lambda: (False, "not root"))
+    monkeypatch.setattr(kernels, "uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
+    out["kernel: uml missing"] = _refused(kernels.choose_kernel, "uml"), ()
+    out["kernel: host not root"] = _refused(kernels.choose_kernel, "host"), ()
+    out["mode: live impossible"] = _refused(kernels.choose_mode, "live", None), ()
+    monkeypatch.setattr(kernels, "host_can_run", lambda: (False, "missing tc, ip"))
+    out["kernel: host missing tools"] = _refused(kernels.choose_kernel, "host"), ()
+    # sysctls, link and path
+    out["sysctl: not net"] = _refused(sysctl.check_namespace_settings, {"kernel.hostname": "x"}), ()
+    out["sysctl: not host-global"] = _refused(sysctl.HostGuard, {"tcp_rmem": "4096 131072 6291456"}), ()
+    out["link: jitter above delay"] = _refused(LinkShape, delay="10ms", jitter="20ms"), ()
+    out["link: queue below a frame"] = _refused(LinkShape, queue="100B"), ()
+    out["link: queue of no packets"] = _refused(LinkShape, queue="0p"), ()
+    monkeypatch.setattr("tcplab.lab.link.netem_available", lambda: False)
+    out["link: no netem"] = _refused(choose_backend, "netem"), ()
+    out["path: rtt and delay"] = _refused(PathSpec, rtt="20ms", delay="30ms"), ()
+    out["path: side"] = _refused(PathSpec, side_sysctls={"middle": {}}), ()
+    # sweeps and theory
+    out["sweep: empty axis"] = _refused(sweep.grid, rtt=[]), ()
+    out["sweep: statistic"] = _refused(sweep.steady_goodput, None, statistic="mode"), ()
+    out["sweep: share"] = _refused(sweep.steady_goodput, None, after=1.5), ()
+    out["sweep: budget"] = _refused(sweep.budget_size, 0, 0.02, 1e8), ()
+    out["theory: positive"] = _refused(theory.mathis_throughput, 1448, 0, 0.01), ()
+    out["theory: whole"] = _refused(theory.mathis_throughput, 0, 0.02, 0.01), ()
+    out["theory: fraction"] = _refused(theory.mathis_throughput, 1448, 0.02, 2), ()
+    # commands, sweeps, plots, workloads and recorded runs
+    names = (*PathSpec.names(), *Bulk.names(), *ObserveSpec.names(), "bulk")
+    out["run: unknown parameter"] = _refused(split_settings, Bulk, {"colour": "red"}), tuple(sorted(names, key=len)[::-1])
+    out["uml: no command"] = _refused(uml_command.main, ["run"]), ("uname -r",)
+    out["i18n: accept what"] = _refused(i18n_command.main, ["accept", "--language", "zh"]), ()
+    out["sweep: one label"] = _refused(sweep.build, [{"x": 1}, {"x": 2}], lambda v: (None, None), name="same"), ("same",)
+    out["plots: empty range"] = _refused(plots._check_range, (2, 1)), ()
+    out["workload: clamped"] = _refused(Bulk(sndbuf="4MB").check_limits, {"net.core.wmem_max": 212992}), ()
+    out["workload: slow reader"] = _refused(Slowreader, pause_after=None, read_rate=None), ()
+    out["variants: none"] = _refused(VariantTable.latest, "99-none", runs_dir=tmp / "runs", replay_dir=tmp / "replay"), ("99-none",)
+    out["replay: nothing to save"] = _refused(replay.save, "99-none", runs_dir=tmp / "runs", replay_dir=tmp / "replay"), ("99-none",)
+    return out
+
+
+@pytest.fixture
+def refusals(tmp_path, monkeypatch):
+    return _refusals(tmp_path, monkeypatch)
+
+
+def test_no_refusal_leaves_an_english_word_in_a_chinese_sentence(refusals):
+    left = {name: _leftover(exc, *quoted) for name, (exc, quoted) in refusals.items()}
+    left = {name: (words, str(refusals[name][0])) for name, words in left.items() if words}
+    assert not left, "\n".join(f"{name}: {words}\n    {said}" for name, (words, said) in left.items())
+
+
+def test_refusals_of_each_area_are_chinese_sentences(refusals):
+    """What they say, word for word where it matters: grading, report shards, i18n, the UML
+    kernel, the lab's sysctls and links, a worksheet."""
+    said = {name: str(exc) for name, (exc, _) in refusals.items()}
+    assert said["grade: no worksheet"] == (
+        "NOTEBOOK：不接受 's.ipynb'（没有单元格带有 worksheet 标签）；可接受：一个带有 \"worksheet\" 标签、"
+        "只含 predictions = {\"check name\": 数值、字符串或 None, ...} 的代码单元格")
+    assert said["grade: two worksheets"].startswith("NOTEBOOK：不接受 's.ipynb'（2 个单元格带有 worksheet 标签：cell 1, cell 2）")
+    assert "（其中没有测得的检查项）；可接受：已执行的案例笔记本（.ipynb），或 tcplab report 写出的 summary.json" in \
+        said["grade: no measured checks"]
+    assert said["shard: not I/N"] == ("--shard：不接受 'two'；可接受：I/N，且 1 <= I <= N，例如 2/4"
+                                      "（从 0 开始的作业数组索引需要 +1）")
+    assert said["shard: more shards than cases"] == (
+        "--shard：不接受 '3/3'（会有分片分不到案例）；可接受：I/N，且 N 不超过所选的 2 个案例")
+    assert "（它的配置为 'full'）；可接受：同一次运行的分片（配置与 " in said["merge: another profile"]
+    assert "（它是分片 2/3）；可接受：同一次划分为 2 份的分片" in said["merge: another split"]
+    assert said["i18n: English"] == "--language：不接受 'en'；可接受：译文的语言（英文是源文本）"
+    assert said["i18n: unknown key"] == "key：不接受 'error.no such phrase'；可接受：en.json 和 zh.json 中都有的键"
+    assert said["kernel: uml missing"] == "kernel：不接受 'uml'（没有安装 User-mode Linux 内核）；可接受：host 或 auto"
+    assert said["mode: live impossible"] == ("mode：不接受 'live'（这里无法实测：主机内核无法运行实验环境（不是 root），"
+                                             "也没有 UML 内核（没有安装 User-mode Linux 内核））；可接受：replay 或 auto")
+    assert said["sysctl: not net"].startswith("kernel.hostname：不接受 'x'（未知的 sysctl）")
+    assert said["sysctl: not host-global"].startswith("tcp_rmem：不接受 '4096 131072 6291456'（不是主机全局设置；请按网络命名空间设置）")
+    assert said["link: queue below a frame"] == ("queue：不接受 '100B'（小于一个 1514 字节的帧）；"
+                                                 "可接受：报文个数（100、100p）或大小（64KB）；至少一个报文")
+    assert said["theory: whole"] == "mss：不接受 0（超出范围）；可接受：整数，范围 1 至 65535（字节）"
+    assert said["worksheet: code"] == (
+        "NOTEBOOK：不接受 's.ipynb'（它的 worksheet 单元格（cell 1）：'a' 的值（第 1 行）是代码，不是字面量；"
+        "worksheet 只被读取，从不运行）；可接受：一个带有 \"worksheet\" 标签、只含 predictions = "
+        "{\"check name\": 数值、字符串或 None, ...} 的代码单元格")
+    assert "第 1 行是 predictions = {...} 以外的代码" in said["worksheet: other code"]
+
+
+def test_english_refusals_keep_their_words(tmp_path):
+    """The phrases are keys now; an English refusal reads as the code writes it."""
+    sheet = nbformat.v4.new_notebook()
+    sheet.cells = [nbformat.v4.new_code_cell("import os", metadata={"tags": ["worksheet"]})]
+    with speaking("en"), pytest.raises(ParameterError) as info:
+        grading.read_predictions(sheet, path="s.ipynb")
+    assert "(its worksheet cell (cell 1): line 1 is code other than predictions = {...}; the worksheet is read, " \
+           "never run); accepted: one code cell tagged" in str(info.value)
+    with speaking("en"), pytest.raises(ParameterError) as info:
+        shards.Shard(3, 3).pick(["01", "02"])
+    assert str(info.value) == ("--shard: '3/3' is not accepted (a shard would have no case); "
+                               "accepted: I/N with N at most the 2 selected case(s)")
