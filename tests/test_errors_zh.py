@@ -17,7 +17,7 @@ from tcplab.cases import replay, sweep
 from tcplab.cases.variants import VariantTable
 from tcplab.commands import i18n as i18n_command, uml as uml_command
 from tcplab.commands.run import split_settings
-from tcplab.lab import kernels, sysctl
+from tcplab.lab import kernels, sysctl, uml
 from tcplab.lab.link import LinkShape, choose_backend
 from tcplab.lab.path import PathSpec
 from tcplab.observe import ObserveSpec
@@ -163,6 +163,7 @@ def _refusals(tmp: Path, monkeypatch) -> dict[str, tuple[ParameterError, tuple]]
     monkeypatch.setattr(kernels, "inside", lambda: False)
     monkeypatch.setattr(kernels, "host_can_run", lambda: (False, "not root"))
     monkeypatch.setattr(kernels, "uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
+    monkeypatch.setattr("tcplab.lab.uml.find_install", lambda: None)  # and none installed: the hint says how
     out["kernel: uml missing"] = _refused(kernels.choose_kernel, "uml"), ()
     out["kernel: host not root"] = _refused(kernels.choose_kernel, "host"), ()
     out["mode: live impossible"] = _refused(kernels.choose_mode, "live", None), ()
@@ -229,7 +230,9 @@ def test_refusals_of_each_area_are_chinese_sentences(refusals):
     assert "（它是分片 2/3）；可接受：同一次划分为 2 份的分片" in said["merge: another split"]
     assert said["i18n: English"] == "--language：不接受 'en'；可接受：译文的语言（英文是源文本）"
     assert said["i18n: unknown key"] == "key：不接受 'error.no such phrase'；可接受：en.json 和 zh.json 中都有的键"
-    assert said["kernel: uml missing"] == "kernel：不接受 'uml'（没有安装 User-mode Linux 内核）；可接受：host 或 auto"
+    assert said["kernel: uml missing"] == ("kernel：不接受 'uml'（没有安装 User-mode Linux 内核；以 root 身份用 "
+                                          "`apt-get install user-mode-linux kmod` 安装（`make setup` 会做这一步），或不用 root，"
+                                          f"用 `tcplab uml fetch` 把同样的 Debian 软件包解包到 {uml.cache_dir()}）；可接受：host 或 auto")
     assert said["mode: live impossible"] == ("mode：不接受 'live'（这里无法实测：主机内核无法运行实验环境（不是 root），"
                                              "也没有 UML 内核（没有安装 User-mode Linux 内核））；可接受：replay 或 auto")
     assert said["sysctl: not net"].startswith("kernel.hostname：不接受 'x'（未知的 sysctl）")
@@ -256,3 +259,17 @@ def test_english_refusals_keep_their_words(tmp_path):
         shards.Shard(3, 3).pick(["01", "02"])
     assert str(info.value) == ("--shard: '3/3' is not accepted (a shard would have no case); "
                                "accepted: I/N with N at most the 2 selected case(s)")
+
+
+def test_a_missing_uml_kernel_says_how_to_install_one(monkeypatch):
+    """--kernel uml where no UML kernel is installed names both ways to get one."""
+    monkeypatch.setattr(kernels, "inside", lambda: False)
+    monkeypatch.setattr(kernels, "host_can_run", lambda: (True, ""))
+    monkeypatch.setattr(kernels, "uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
+    monkeypatch.setattr(uml, "find_install", lambda: None)
+    with speaking("en"), pytest.raises(ParameterError) as info:
+        kernels.choose_kernel("uml")
+    assert str(info.value) == (
+        "kernel: 'uml' is not accepted (no User-mode Linux kernel installed; install it as root with "
+        "`apt-get install user-mode-linux kmod` (`make setup` does it), or without root with `tcplab uml fetch`, "
+        f"which unpacks the same Debian packages into {uml.cache_dir()}); accepted: host or auto")

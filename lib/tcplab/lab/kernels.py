@@ -85,10 +85,10 @@ def choose_kernel(requested: str | None) -> KernelChoice:
     uml_ok, uml_why = uml_can_run()
     if requested == "uml":
         if not uml_ok:
-            from .uml import missing_message
+            from . import uml
 
-            raise ParameterError("kernel", requested, "host or auto",
-                                 f"{uml_why}: {missing_message()}" if "UML" in uml_why else uml_why)
+            why = uml_why if uml.find_install() else uml.INSTALL_HINT.format(why=uml_why, folder=uml.cache_dir())
+            raise ParameterError("kernel", requested, "host or auto", why)
         return KernelChoice("uml", "as requested")
     if host_ok:
         return KernelChoice("host", "root on this machine")

@@ -158,6 +158,12 @@ def find_install() -> UmlInstall | None:
     return None
 
 
+#: Why ``--kernel uml`` was refused where no UML kernel is installed, and how to install one
+#: (a phrase with placeholders, so that a page speaking another language can say it).
+INSTALL_HINT = ("{why}; install it as root with `apt-get install user-mode-linux kmod` (`make setup` does it), "
+                "or without root with `tcplab uml fetch`, which unpacks the same Debian packages into {folder}")
+
+
 def missing_message() -> str:
     return ("no User-mode Linux kernel found (it runs the lab as a second kernel, without root). "
             "As root: apt-get install user-mode-linux kmod (make setup does it). Without root: "
