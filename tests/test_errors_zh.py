@@ -273,3 +273,15 @@ def test_a_missing_uml_kernel_says_how_to_install_one(monkeypatch):
         "kernel: 'uml' is not accepted (no User-mode Linux kernel installed; install it as root with "
         "`apt-get install user-mode-linux kmod` (`make setup` does it), or without root with `tcplab uml fetch`, "
         f"which unpacks the same Debian packages into {uml.cache_dir()}); accepted: host or auto")
+
+
+def test_a_refusal_travels_as_itself_and_says_what_it_said_where_it_arose():
+    # As a UML lab kernel's agent sends it back: unpickled where English is in force.
+    import pickle
+
+    with speaking("zh"):
+        said = ParameterError("rtt", "fast", "a duration such as 20ms")
+    with speaking("en"):
+        again = pickle.loads(pickle.dumps(said))
+    assert type(again) is ParameterError and str(again) == str(said) and "不接受" in str(again)
+    assert (again.name, again.value, again.accepted, again.why) == ("rtt", "fast", "a duration such as 20ms", "")

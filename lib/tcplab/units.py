@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 
-from .words import messages
+from .words import SaidWhereItArose, messages
 
 __all__ = [
     "ParameterError",
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 
-class ParameterError(ValueError):
+class ParameterError(SaidWhereItArose, ValueError):
     """A parameter value that cannot be used; says which parameter and what is accepted."""
 
     def __init__(self, name: str, value: object, accepted: str, why: str = "") -> None:
@@ -45,13 +45,8 @@ class ParameterError(ValueError):
         # ``why`` are English phrases, which the strings files translate (words.error_phrase).
         super().__init__(messages().parameter_error(name, value, accepted, why))
 
-    def __reduce__(self):
-        # Rebuilt from its fields, so it can travel back from a UML lab kernel as itself, and
-        # still says what it said there (in the language in force where it arose).
-        return type(self), (self.name, self.value, self.accepted, self.why), {"args": self.args}
-
-    def __setstate__(self, state: dict) -> None:
-        self.args = state["args"]
+    def _rebuilt_by(self):
+        return type(self), (self.name, self.value, self.accepted, self.why)
 
 
 _NUMBER = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"

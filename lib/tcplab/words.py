@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
-__all__ = ["Messages", "messages", "default_language", "speaking", "languages", "STRINGS_DIR"]
+__all__ = ["Messages", "messages", "default_language", "speaking", "languages", "STRINGS_DIR", "SaidWhereItArose"]
 
 STRINGS_DIR = Path(__file__).parent / "strings"
 FALLBACK_LANGUAGE = "en"
@@ -188,6 +188,27 @@ class Messages:
         if name.isidentifier():
             name = name.replace("_", " ")
         return self._or_itself("column", name)
+
+
+
+class SaidWhereItArose:
+    """An exception whose message is words in the language in force where it arose (a page's,
+    or ``--language``). Pickled as what rebuilds it (:meth:`_rebuilt_by`) plus the message as it
+    was said, so that it travels back from a UML lab kernel as itself and still says what it
+    said there."""
+
+    args: tuple
+
+    def _rebuilt_by(self) -> tuple[Any, tuple]:
+        """A callable and its arguments that make this exception again."""
+        raise NotImplementedError
+
+    def __reduce__(self):
+        rebuild, arguments = self._rebuilt_by()
+        return rebuild, arguments, {"args": self.args}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.args = state["args"]
 
 
 def messages(language: str | None = None) -> Messages:

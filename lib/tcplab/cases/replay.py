@@ -18,14 +18,14 @@ from typing import Any
 from ..files import partial_name, write_atomically
 from ..runs import RUN_JSON, Run, data_root, runs_root
 from ..units import ParameterError
-from ..words import messages
+from ..words import SaidWhereItArose, messages
 
 __all__ = ["INDEX", "empty_index", "ReplayMissing", "listed", "replay_root", "read_index", "write_index", "save"]
 
 INDEX = "index.json"
 
 
-class ReplayMissing(LookupError):
+class ReplayMissing(SaidWhereItArose, LookupError):
     """The recorded data has no run (or value) for what the notebook asks: ``reason`` is a key
     under ``replay_missing.`` in the strings files, said in the language in force where it
     arose (a page's), with ``fields`` filled in."""
@@ -34,13 +34,8 @@ class ReplayMissing(LookupError):
         self.reason, self.fields = reason, fields
         super().__init__(messages()(f"replay_missing.{reason}", **fields))
 
-    def __reduce__(self):
-        # Rebuilt from its reason and fields, so it can travel back from a UML lab kernel as itself,
-        # and still says what it said there (in the language in force where it arose).
-        return _rebuilt, (type(self), self.reason, self.fields), {"args": self.args}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.args = state["args"]
+    def _rebuilt_by(self):
+        return _rebuilt, (type(self), self.reason, self.fields)
 
 
 def _rebuilt(cls: type, reason: str, fields: dict[str, Any]) -> "ReplayMissing":
