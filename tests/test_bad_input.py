@@ -55,6 +55,7 @@ MATRIX = [
     ("run", ["bulk", "--set", "rtt=20ms", "--set", "delay=30ms"], "delay", "half of rtt"),
     ("run", ["bulk", "--set", "backend=tc"], "backend", "one of auto, netem, delayline"),
     ("run", ["bulk", "--set", "kernel=vax"], "kernel", "one of host, uml"),
+    ("run", ["slowreader", "--set", "drop_bare_acks_to=router"], "drop_bare_acks_to", "one of client, server"),
     ("run", ["bulk", "--set", "mtu=100"], "mtu", "from 576 to 9000"),
     ("run", ["bulk", "--set", "cc=warp"], "cc", "one of"),
     ("run", ["bulk", "--set", "initcwnd=0"], "initcwnd", "from 1 to 1000"),

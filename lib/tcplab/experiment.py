@@ -169,6 +169,9 @@ class Experiment:
             before = {name: counters_in(ns) for name, ns in hosts.items()}
             stack.callback(lambda: observed.__setitem__("counters", {
                 name: counter_delta(before[name], counters_in(ns)) for name, ns in hosts.items()}))
+            if self.path.spec.drop_bare_acks_to is not None:  # what the router's filter took, read last too
+                stack.callback(lambda: observed.__setitem__("middlebox", {
+                    "drop_bare_acks_to": self.path.spec.drop_bare_acks_to, "dropped": self.path.dropped_bare_acks()}))
             if spec.tracepoints:
                 observed["trace"] = stack.enter_context(Tracepoints(port))
             if spec.capture != "none":
@@ -212,6 +215,8 @@ class Experiment:
             writer.observe["trace"] = tracer.summary()
         if (health := observed.get("health")) is not None:
             writer.observe["health"] = health.summary(telemetry)
+        if (middlebox := observed.get("middlebox")) is not None:
+            writer.observe["middlebox"] = dict(middlebox)
 
 
 def _run_here(experiment: Experiment) -> tuple[str, str | None]:

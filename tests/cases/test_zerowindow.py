@@ -99,3 +99,31 @@ def test_tiny_segments_collapse_a_fixed_buffer_and_grow_an_autotuned_one(root, t
     assert 0 < collapsed["payload copied B"] < 65536
     seen = zw.collapses(fixed)
     assert (seen.r_after < 0.8 * seen.r_before).all()
+
+
+def test_a_sender_gives_up_at_its_retries2_th_unanswered_probe_and_its_next_firing():
+    assert zw.giveup_after(0.2, 5) == pytest.approx(0.2 * 63)  # 6 firings: 5 probes, then the abort
+    assert zw.giveup_after(0.2, 2) == pytest.approx(0.2 * 7)
+    assert zw.giveup_after(0.5, 3, rto_max_s=1.0) == pytest.approx(0.5 + 1 + 1 + 1)
+    with pytest.raises(ValueError):
+        zw.giveup_after(0, 5)
+
+
+@pytest.mark.kernel
+def test_a_router_that_drops_the_probes_makes_the_sender_give_up_and_the_reader_meet_a_reset(root, tmp_path):
+    """Case 05's exercise 4, shortened: tcp_retries2 = 2 gives up after about 7 RTOs."""
+    lab = CaseLab("96-zero-window-fixture", runs_dir=tmp_path)
+    reader = Slowreader(size="2MB", rcvbuf="64KB", pause_after="128KB", pause_for="4s", cc="cubic", reset_ok=True)
+    spec = PathSpec(rtt="10ms", rate="50mbit", drop_bare_acks_to="client", side_sysctls={"server": {"tcp_retries2": 2}})
+    with lab.path(spec) as path:
+        dead = lab.run("probes-dropped", reader, path=path)
+    death = zw.death(dead)
+    assert death["probes"] == 2 and death["probes answered"] == 0, death
+    assert death["dropped by the router"] >= 2, death  # the probes, and no more than bare ACKs
+    # The persist timer's base is the first probe's delay: it gives up at 1 + 2 + 4 times that.
+    assert 0.15 <= death["first probe s"] <= 0.5, death
+    assert death["sender gave up s"] == pytest.approx(zw.giveup_after(death["first probe s"], 2), rel=0.15), death
+    assert "TimeoutError" in death["sender's error"], death
+    assert not death["sender's FIN"] and death["reset s"] > death["reader resumed s"] > death["sender gave up s"], death
+    assert "ConnectionResetError" in death["reader's error"], death
+    assert dead.app.ok and dead.app.bytes < reader.size

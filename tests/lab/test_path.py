@@ -123,6 +123,20 @@ def test_rate_limit_holds(root):
     assert put.cc == "cubic"
 
 
+def test_the_bare_ack_filter_drops_only_segments_without_payload(root, tmp_path):
+    # A download toward a client behind the filter: every data segment arrives; what dies is the
+    # server's bare ACK of the client's FIN (and of its retransmissions).
+    from tcplab.traffic import Bulk
+
+    with NetPath(rtt="2ms", drop_bare_acks_to="client") as path:
+        result = Bulk(size="256KB").run(path, tmp_path)
+        deadline = time.monotonic() + 2
+        while (dropped := path.dropped_bare_acks()) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert result.ok and result.bytes == 256 * 1024, result.error
+    assert 1 <= dropped <= 5, dropped
+
+
 def test_loss_drops_the_configured_share(root):
     with NetPath(rtt="2ms", loss="10%") as path:
         path.client.run(["ping", "-c", "400", "-i", "0.002", "-q", path.server.address], check=False)

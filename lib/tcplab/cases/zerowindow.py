@@ -232,6 +232,38 @@ def receive_queue_plot(trial: Trial, *, ax=None, title: str | None = None, unit:
     return ax
 
 
+def death(trial: Trial) -> dict[str, object]:
+    """How a connection whose probes went unanswered ended (a run with ``reset_ok`` behind a
+    router that drops bare ACKs to the reader): times in seconds after the window closed, from
+    the sender's capture and both sides' reports; NaN or None for what did not happen."""
+    view = sender_packets(trial)
+    closed_at, _ = episode(view)
+    _, resumed_at = pause(trial, view)
+    origin = _origin(view)
+    sides = (trial.app.extra or {}).get("sides", {})
+
+    def died(side: str) -> dict:
+        return sides.get(side, {}).get("extra", {}).get("died") or {}
+
+    probes = probe_table(view)
+    mine = view[view["dir"] == data_direction(view)]
+    resets = mine[mine["f_rst"] & (mine["rel_time"] > closed_at)]
+    gave_up = died(trial.sender)
+    return {
+        "probes": len(probes),
+        "probes answered": int(probes["answer_win"].notna().sum()),
+        "first probe s": float(probes["since_zero_s"].iloc[0]) if len(probes) else math.nan,
+        "last probe s": float(probes["since_zero_s"].iloc[-1]) if len(probes) else math.nan,
+        "dropped by the router": (trial.run.observe.get("middlebox") or {}).get("dropped"),
+        "sender gave up s": gave_up["at"] - origin - closed_at if gave_up else math.nan,
+        "sender's error": gave_up.get("error"),
+        "reader resumed s": resumed_at - closed_at,
+        "sender's FIN": bool((mine["f_fin"] & (mine["rel_time"] > closed_at)).any()),
+        "reset s": float(resets["rel_time"].iloc[0]) - closed_at if len(resets) else math.nan,
+        "reader's error": died(trial.receiver).get("error"),
+    }
+
+
 def probes_against_schedule(trial: Trial, rto_s: float, *, rto_max_s: float = RTO_MAX_S) -> pd.DataFrame:
     """The persist timer's probes of ``trial`` beside :func:`probe_schedule`'s, the schedule cut
     where the reader resumed: one row per probe, ``probe`` (1, 2, …), ``predicted s`` and
@@ -244,6 +276,15 @@ def probes_against_schedule(trial: Trial, rto_s: float, *, rto_max_s: float = RT
                           "measured s": found[k] if k < len(found) else None}
                          for k in range(max(len(expected), len(found)))],
                         columns=["probe", "predicted s", "measured s"])
+
+
+def giveup_after(rto_s: float, retries2: int, *, rto_max_s: float = RTO_MAX_S) -> float:
+    """When a sender whose probes all go unanswered gives up, after the window closed: the
+    persist timer sends ``retries2`` probes (``net.ipv4.tcp_retries2``), each gap doubled and
+    capped at ``rto_max_s``, and aborts the connection at its next firing."""
+    if rto_s <= 0:
+        raise ValueError(f"rto_s must be positive, got {rto_s!r}")
+    return sum(min(rto_s * 2**k, rto_max_s) for k in range(retries2 + 1))
 
 
 def probe_schedule(rto_s: float, until_s: float, *, rto_max_s: float = RTO_MAX_S) -> list[float]:

@@ -42,6 +42,8 @@ RTAX_SSTHRESH = 6
 OFFLOADS = ("tx-generic-segmentation", "rx-gro", "rx-gro-list")
 #: NFQUEUE numbers of the delay line, one per direction.
 QUEUE_TO_SERVER, QUEUE_TO_CLIENT = 1, 2
+#: IPv4 total lengths of a segment that carries only an ACK: no options, and timestamps.
+BARE_ACK_BYTES = (40, 52)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,10 @@ class PathSpec(Params):
                                  low=1, high=1000, optional=True)
     ssthresh: int | None = param("int", None, "slow-start threshold (segments) locked on client and server routes "
                                  "(ip route … ssthresh lock N)", low=2, high=100000, optional=True)
+    drop_bare_acks_to: str | None = param("choice", None, "the router drops segments that carry only an ACK (no "
+                                          "payload, no SYN/FIN/RST) on their way to this side: client or server, "
+                                          "as a middlebox that lets zero-window probes die", choices=("client", "server"),
+                                          optional=True)
     seed: int = param("int", 1, "seed of the delay line's random loss and jitter", low=0, high=2**31 - 1)
     kernel: str | None = param("choice", None, "kernel that runs the lab: host, uml (User-mode Linux), "
                                "or auto (unset: host when root, else uml)", choices=("host", "uml"), optional=True)
@@ -302,6 +308,7 @@ class NetPath:
             self._tune()
             state.checkpoint("path-built")
             self._shape()
+            self._drop_bare_acks()
         except BaseException:
             self.stop()
             raise
@@ -476,6 +483,28 @@ class NetPath:
                                           ("to_client", "to-server", "to-client", QUEUE_TO_CLIENT)):
             if shapes[key].shaped:
                 self._emulator.apply(in_if, out_if, shapes[key], queue)
+
+    def _drop_bare_acks(self) -> None:
+        side = self.spec.drop_bare_acks_to
+        if side is None:
+            return
+        # Filter FORWARD sees a packet after the delay line (raw PREROUTING) has let it go. An
+        # ACK-only IPv4 segment is 40 bytes, 52 with the timestamps option the lab keeps on; one
+        # with payload under timestamps is longer. u32 reads the IP total length: the UML
+        # kernel loads xt_u32 (uml.WANTED_MODULES), not xt_length.
+        netns.iptables(self.router.ns, ["-I", "FORWARD", "1", "-o", f"to-{side}", "-p", "tcp",
+                                        "--tcp-flags", "SYN,FIN,RST,ACK", "ACK",
+                                        "-m", "u32", "--u32", f"0&0xFFFF={BARE_ACK_BYTES[0]}:{BARE_ACK_BYTES[1]}",
+                                        "-j", "DROP"])
+
+    def dropped_bare_acks(self) -> int:
+        """Packets the router's bare-ACK filter dropped so far (0 without one)."""
+        if self.remote is not None:
+            return self.remote.call(NetPath.dropped_bare_acks, self)
+        if self.spec.drop_bare_acks_to is None:
+            return 0
+        listed = netns.iptables(self.router.ns, ["-L", "FORWARD", "-v", "-x", "-n"]).stdout
+        return sum(int(line.split()[0]) for line in listed.splitlines() if " DROP " in f" {line} ")
 
     # --- describing -----------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:

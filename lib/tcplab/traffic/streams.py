@@ -85,12 +85,21 @@ class Slowreader(Bulk):
     size: int = param("size", "1MB", "payload bytes moved", low=0, low_open=True, high=SIZE_MAX)
     pause_after: int | None = param("size", "128KB", "bytes read before the receiver stops reading",
                                     low=1, high=SIZE_MAX, optional=True)
+    reset_ok: bool | None = param("bool", None, "a connection that dies (reset at the reader, timed out at the "
+                                                "writer, as behind a middlebox that drops the probes) ends the run "
+                                                "as recorded; unset or off: it fails the run", optional=True)
 
     def validate(self) -> None:
         super().validate()
         if self.pause_after is None and self.read_rate is None:
             raise ParameterError("pause_after", None, "a size, or unset with read_rate set",
                                  "a slow reader needs a pause or a reading pace")
+
+    def expected_bytes(self) -> int | None:
+        return None if self.reset_ok else super().expected_bytes()  # a connection that dies moves less
+
+    def _config(self, path: Any, side: str) -> dict[str, Any]:
+        return {**super()._config(path, side), **({"reset_ok": True} if self.reset_ok else {})}
 
 
 @register

@@ -1,7 +1,8 @@
 """One-way streams: one side writes ``size`` bytes per connection, the other reads them.
 
 Configuration: ``role`` (server or client), ``address``, ``port``, ``connections`` (made one
-after the other), ``socket`` (:class:`SocketOptions`), and either ``send``
+after the other), ``socket`` (:class:`SocketOptions`), ``reset_ok`` (a connection that dies is
+recorded under ``died``, not raised), and either ``send``
 (``size``, ``write_size``, ``write_rate`` in bytes per second) or ``receive`` (:class:`Pacing`). The writer half-closes when done
 and waits for the reader to close, so both ends see the whole transfer.
 """
@@ -16,7 +17,20 @@ from . import harness, sockets
 from .transfer import Pacing, receive, send
 
 
+#: How a connection dies: a reset from the peer, or this side's kernel giving up on it.
+DEATHS = (ConnectionResetError, TimeoutError, BrokenPipeError)
+
+
 def _exchange(conn: socket.socket, config: dict[str, Any], report: harness.SideReport) -> None:
+    try:
+        _move(conn, config, report)
+    except DEATHS as exc:
+        if not config.get("reset_ok"):
+            raise
+        report.extra["died"] = {"at": time.time(), "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _move(conn: socket.socket, config: dict[str, Any], report: harness.SideReport) -> None:
     if config.get("send"):
         send(conn, config["send"]["size"], config["send"]["write_size"], report,
              write_rate=config["send"].get("write_rate"))
