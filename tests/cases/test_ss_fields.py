@@ -80,3 +80,17 @@ def test_charged_memory_per_segment_in_flight_leaves_out_data_not_yet_sent():
     assert ss_fields.charged_per_segment(auto, "server").empty
     assert (ss_fields.charged_per_segment(auto.assign(notsent=float("nan")), "server")["w per segment"]
             > 2 * 1448).any()
+
+
+def test_both_queues_while_the_reader_paused():
+    # Case 11's exercise 2 as shipped: the autotuned client stops reading for 3 s.
+    from tcplab.cases.trial import Trial
+    from tcplab.runs import load_run
+
+    trial = Trial("ex2", load_run(replay_root() / "11-reading-ss" / "ex2-autotuned-pause-1MB-3s"), replayed=True)
+    paused = ss_fields.during_pause(trial)
+    assert 0 < paused["Recv-Q max"] <= paused["r max"] <= paused["rb"], paused  # r: the payload and its overhead
+    assert paused["r max"] >= 0.9 * paused["rb"], paused                       # the buffer filled
+    assert 0 < paused["Send-Q max"] <= paused["w max"], paused
+    assert 0.9 * paused["tb"] <= paused["w max"] <= 1.2 * paused["tb"], paused  # the writer blocked near tb
+    assert paused["unacked median"] == 0, paused                                 # all sent was acknowledged

@@ -104,6 +104,26 @@ def charged_per_segment(telemetry: pd.DataFrame, side: str) -> pd.DataFrame:
                         ).reset_index(drop=True)
 
 
+def during_pause(trial: Any) -> dict[str, float]:
+    """Both ends' queues while the reader did not read (its first pause; the samples that ``ss``
+    took wholly inside it): the client's largest ``Recv-Q`` and ``skmem_r`` and its ``rb`` then,
+    the server's largest ``Send-Q`` and ``skmem_w`` and its ``tb`` then, and the server's median
+    ``unacked`` (segments)."""
+    stopped, resumed = trial.reader_pauses[0]
+
+    def inside(side: str) -> pd.DataFrame:
+        rows = socket_rows(trial.telemetry, side)
+        until = rows["time_end"].fillna(rows["time"]) if "time_end" in rows else rows["time"]
+        return rows[(rows["time"] > stopped) & (until < resumed)]
+
+    client, server = inside("client"), inside("server")
+    fullest_r, fullest_w = client.loc[client["skmem_r"].idxmax()], server.loc[server["skmem_w"].idxmax()]
+    return {"Recv-Q max": float(client["recv_q"].max()), "r max": float(fullest_r["skmem_r"]),
+            "rb": float(fullest_r["skmem_rb"]), "Send-Q max": float(server["send_q"].max()),
+            "w max": float(fullest_w["skmem_w"]), "tb": float(fullest_w["skmem_tb"]),
+            "unacked median": float(server["unacked"].fillna(0).median())}
+
+
 def limited_share(telemetry: pd.DataFrame, side: str) -> dict[str, float]:
     """The kernel's own verdict at the last sample: the shares of busy time that the
     connection was limited by the receive window and by the send buffer (0 when absent)."""

@@ -67,6 +67,13 @@ class Trial:
     def receiver(self) -> str:
         return self.run.workload.receiver()
 
+    @property
+    def reader_pauses(self) -> list[tuple[float, float]]:
+        """When the reading side stopped and resumed reading (epoch seconds), pause by pause, as
+        its program recorded them; empty for a reader that never paused."""
+        side = (self.app.extra or {}).get("sides", {}).get(self.receiver, {})
+        return [(float(stopped), float(resumed)) for stopped, resumed in side.get("extra", {}).get("pauses", [])]
+
     def socket(self, side: str) -> dict[str, Any]:
         """What ``side``'s program read back with getsockopt: sndbuf, rcvbuf, cc, mss, …"""
         return dict((self.app.sockets or {}).get(side, {}))

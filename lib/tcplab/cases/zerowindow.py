@@ -59,11 +59,10 @@ def receiver_packets(trial: Trial) -> pd.DataFrame:
 
 def pause(trial: Trial, packets: pd.DataFrame) -> tuple[float, float]:
     """When the reader stopped and resumed reading, in ``packets``' rel_time (NaN if it never paused)."""
-    pauses = (trial.app.extra or {}).get("sides", {}).get(trial.receiver, {}).get("extra", {}).get("pauses", [])
-    if not pauses:
+    if not trial.reader_pauses:
         return math.nan, math.nan
     origin = _origin(packets)
-    stopped, resumed = pauses[0]
+    stopped, resumed = trial.reader_pauses[0]
     return stopped - origin, resumed - origin
 
 
