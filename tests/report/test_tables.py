@@ -38,3 +38,12 @@ def test_a_series_and_a_wide_frame():
     assert "<td>rtt</td>" in frame_html(pd.Series({"rtt": "20 ms"}, name="setting"))
     wide = pd.DataFrame([range(WIDE_COLUMNS + 1)], columns=[f"c{i}" for i in range(WIDE_COLUMNS + 1)])
     assert "tcplab-wide" in frame_html(wide)
+
+
+def test_a_short_header_stays_on_one_line_and_a_long_one_may_wrap():
+    # A narrow column printed "连接" as 连 over 接 (case 08's zh page); a long header must still
+    # wrap, or a wide table runs off the page.
+    html = frame_html(pd.DataFrame({"连接": [1], "读取方停止后窗口关闭的时间 s": [2.5], "probe": [3]}))
+    assert '<th style="white-space:nowrap">连接</th>' in html
+    assert '<th style="white-space:nowrap">probe</th>' in html
+    assert "<th>读取方停止后窗口关闭的时间 s</th>" in html

@@ -11,6 +11,7 @@ bps"), and a class that lets a wide table shrink to fit an A4 page (``report.css
 from __future__ import annotations
 
 import math
+import re
 from numbers import Integral, Real
 from typing import Any
 
@@ -26,6 +27,10 @@ GAP = "—"
 #: Tables with more columns than this are set smaller (``table.tcplab-wide`` in report.css).
 WIDE_COLUMNS = 6
 _THIN_SPACE = "\u202f"
+
+
+#: A header cell of at most 6 characters and no space, as pandas writes it.
+SHORT_HEADER = re.compile(r"<th>([^<\s]{1,6})</th>")
 
 
 def _grouped(digits: str) -> str:
@@ -97,7 +102,11 @@ def frame_html(frame: pd.DataFrame | pd.Series) -> str:
     shown.columns = shown.columns.map(_header)  # each level of a MultiIndex (an aggregate's) too
     shown = shown.astype(object).map(cell_text)
     classes = ["tcplab-frame"] + (["tcplab-wide"] if shown.shape[1] > WIDE_COLUMNS else [])
-    return shown.to_html(classes=classes, index=False, border=0, escape=True, na_rep=GAP)
+    html = shown.to_html(classes=classes, index=False, border=0, escape=True, na_rep=GAP)
+    # A short header stays on one line: Chinese wraps between any two characters, and a narrow
+    # column would print "连接" as 连 over 接. Longer ones keep wrapping, or a wide table would
+    # run off the page.
+    return SHORT_HEADER.sub(r'<th style="white-space:nowrap">\1</th>', html)
 
 
 def use_house_style() -> None:
