@@ -264,8 +264,8 @@ def _read(path: str, buf: np.ndarray, size: int):
         unsupported = [t for t in link_types if t not in D.SUPPORTED_LINK_TYPES]
         words = messages()
         extra = words("pcap_error.unsupported_link_types", types=unsupported) if unsupported else ""
-        reasons = words("pcap_error.separator").join(words("pcap_error.skipped", count=c, reason=words(f"pcap_skip.{name}"))
-                                                   for name, c in by_reason.items())
+        reasons = words("pcap_error.separator").join(
+            words("pcap_error.skipped", count=c, reason=words(f"pcap_skip.{name}")) for name, c in by_reason.items())
         raise PcapError("no_tcp", path=path, frames=nframes, reasons=reasons, extra=extra)
 
     if k < n // 2:
