@@ -38,7 +38,16 @@ def captures_in(folder: str | os.PathLike) -> list[Path]:
 
 def diagnose_file(path: str | os.PathLike, every_flow: bool = False, language: str = "en") -> list[dict]:
     """The rows of one capture: its largest flow, or every flow that carried data (the
-    summaries in ``language``)."""
+    summaries, and why a file has none, in ``language``: a worker process does not share the
+    caller's :func:`~tcplab.words.speaking`)."""
+    from ..words import speaking
+
+    with speaking(language):
+        return _diagnose_file(path, every_flow, language)
+
+
+def _diagnose_file(path: str | os.PathLike, every_flow: bool, language: str) -> list[dict]:
+    from ..words import messages
     from .diagnose import diagnose_flows
     from .packets import read_packets
     from .table import data_flows
@@ -47,7 +56,7 @@ def diagnose_file(path: str | os.PathLike, every_flow: bool = False, language: s
         table = read_packets(path)
         flows = data_flows(table)
         if not flows:
-            return [table_row(path, error="no TCP payload")]
+            return [table_row(path, error=messages()("flow_error.no_data"))]
         return [table_row(path, diagnosis=d) for d in diagnose_flows(table, flows if every_flow else flows[:1],
                                                                      language=language)]
     except Exception as exc:  # noqa: BLE001 - one bad file is a row of the table, not the end of it

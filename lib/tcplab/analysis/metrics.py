@@ -29,7 +29,8 @@ import pandas as pd
 from ..units import ParameterError
 from . import _metrics_kernel as K
 from ._metrics_kernel import DELAYED_ACK_MIN_S, MIN_GAP_S  # noqa: F401  (public here since before the kernel)
-from .table import PacketTable, expert_column, flow_view, main_flow
+from ..words import messages
+from .table import FlowError, PacketTable, expert_column, flow_view, main_flow
 
 __all__ = ["FlowMetrics", "FlowFacts", "flow_metrics", "all_flow_metrics", "goodput_series", "flow_label",
            "flow_rows", "DELAYED_ACK_MIN_S", "CAPTURE_FIELDS", "SERIES"]
@@ -232,17 +233,17 @@ def flow_metrics(table: PacketTable, flow: int | None = None, *, telemetry: pd.D
     if not table.has_expert:
         raise ValueError("flow_metrics needs the expert columns: read_packets(..., expert=True)")
     if table.packets.empty:
-        raise ValueError(f"{table.source.path}: no TCP flow")
+        raise FlowError("no_tcp_flow", path=table.source.path)
     if flow is None:
         flow = main_flow(table)
     rows = np.flatnonzero(table.flows["flow"].to_numpy() == flow)
     if not len(rows):
-        raise ValueError(f"{table.source.path}: no flow {flow} (flows are {_flow_range(table)})")
+        raise FlowError("no_flow", path=table.source.path, flow=flow, flows=_flow_range(table))
     if bin_s is not None and not bin_s > 0:
         raise ParameterError("bin_s", bin_s, "a duration above 0 s")
     idx = np.flatnonzero(table.packets["flow"].to_numpy() == flow)
     if not len(idx):
-        raise ValueError(f"{table.source.path}: flow {flow} has no packets here")
+        raise FlowError("no_packets_here", path=table.source.path, flow=flow)
     cols = _Columns(table)
     return _one(cols, idx, _FlowInfo(table.flows, rows), 0, bin_s, telemetry)
 
@@ -272,7 +273,7 @@ def all_flow_metrics(table: PacketTable, flows: Sequence[int] | None = None) -> 
     wanted = np.asarray(flows, np.int64)
     rows = pd.Index(table.flows["flow"].to_numpy()).get_indexer(wanted)
     if (rows < 0).any():
-        raise ValueError(f"{table.source.path}: no flow {int(wanted[rows < 0][0])} (flows are {_flow_range(table)})")
+        raise FlowError("no_flow", path=table.source.path, flow=int(wanted[rows < 0][0]), flows=_flow_range(table))
     # Every packet's place in flow order (capture order within a flow): flow f's packets are
     # order[start[f]:start[f + 1]]. The kernel leaves out the duplicate frames itself.
     order = np.argsort(flow_of, kind="stable")
@@ -280,7 +281,7 @@ def all_flow_metrics(table: PacketTable, flows: Sequence[int] | None = None) -> 
     first, last = start[wanted], start[wanted + 1]
     del start
     if (last <= first).any():
-        raise ValueError(f"{table.source.path}: flow {int(wanted[last <= first][0])} has no packets here")
+        raise FlowError("no_packets_here", path=table.source.path, flow=int(wanted[last <= first][0]))
     cols = _Columns(table)
     info = _FlowInfo(table.flows, rows)
 
@@ -306,7 +307,7 @@ _BLOCK = 4096
 
 
 def _flow_range(table: PacketTable) -> str:
-    return f"0..{len(table.flows) - 1}" if len(table.flows) else "none"
+    return f"0..{len(table.flows) - 1}" if len(table.flows) else messages()("flow_error.none")
 
 
 class _Columns:

@@ -58,20 +58,44 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from ..words import SaidWhereItArose, messages
 from . import _decode as D
 from . import _pcapio as io
-from .table import PacketTable
+from .table import FlowError, PacketTable
 
 __all__ = ["PacketTable", "PcapError", "PcapSource", "PcapWarning", "read_packets", "PACKET_COLUMNS",
            "FLOW_COLUMNS"]
 
 
-class PcapError(ValueError):
-    """A file that cannot be read as a TCP capture; the message names the file and why."""
+class PcapError(SaidWhereItArose, ValueError):
+    """A file that cannot be read as a TCP capture; the message names the file and why:
+    ``reason`` is a key under ``pcap_error.`` in the strings files, said in the language in
+    force where it arose (``--language``, a page's), with ``fields`` filled in."""
+
+    def __init__(self, reason: str, **fields) -> None:
+        self.reason, self.fields = reason, fields
+        super().__init__(messages()(f"pcap_error.{reason}", **fields))
+
+    def _rebuilt_by(self):
+        return _rebuilt, (type(self), self.reason, self.fields)
 
 
-class PcapWarning(UserWarning):
-    """Something in the file was dropped (a cut-off last record, say) but the rest is good."""
+class PcapWarning(SaidWhereItArose, UserWarning):
+    """Something in the file was dropped (a cut-off last record, say) but the rest is good:
+    ``reason`` is a key under ``pcap_warning.`` (what was dropped, as ``source.warnings`` says
+    it), said of the file at ``path`` in the language in force where it was issued."""
+
+    def __init__(self, reason: str, path: str, **fields) -> None:
+        self.reason, self.path, self.fields = reason, path, fields
+        words = messages()
+        super().__init__(words("pcap_warning.of_file", path=path, warning=words(f"pcap_warning.{reason}", **fields)))
+
+    def _rebuilt_by(self):
+        return _rebuilt, (type(self), self.reason, {"path": self.path, **self.fields})
+
+
+def _rebuilt(cls: type, reason: str, fields: dict):
+    return cls(reason, **fields)
 
 
 #: Columns of ``PacketTable.packets`` from the decoder (expert columns come on top).
@@ -146,21 +170,21 @@ def read_packets(path, *, flow: int | Iterable[int] | None = None, expert: bool 
     try:
         fh = open(path, "rb")
     except OSError as exc:
-        raise PcapError(f"{path}: cannot open: {exc.strerror or exc}") from None
+        raise PcapError("cannot_open", path=path, why=exc.strerror or exc) from None
     with fh:
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
-            raise PcapError(f"{path}: empty file (0 bytes), not a capture")
+            raise PcapError("empty", path=path)
         try:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as exc:
-            raise PcapError(f"{path}: cannot map the file (not a regular file?): {exc}") from None
+            raise PcapError("cannot_map", path=path, why=exc) from None
     error = None
     try:
-        packets, flows, source = _read(path, np.frombuffer(mm, dtype=np.uint8), size)
+        packets, flows, source, notes = _read(path, np.frombuffer(mm, dtype=np.uint8), size)
     except PcapError as exc:
         # A fresh exception without the traceback, whose frames still see the mapping.
-        error = PcapError(str(exc))
+        error = PcapError(exc.reason, **exc.fields)
     finally:
         try:
             mm.close()
@@ -168,8 +192,8 @@ def read_packets(path, *, flow: int | Iterable[int] | None = None, expert: bool 
             pass  # an unexpected error's traceback still holds it; unmapped when freed
     if error is not None:
         raise error
-    for message in source.warnings:
-        warnings.warn(f"{path}: {message}", PcapWarning, stacklevel=2)
+    for reason, fields in notes:
+        warnings.warn(PcapWarning(reason, path, **fields), stacklevel=2)
     table = PacketTable(packets, flows, source)
     if expert:
         from .expert import analyze
@@ -184,7 +208,7 @@ def select_flows(table: PacketTable, flow: int | Iterable[int]) -> PacketTable:
     wanted = np.atleast_1d(np.asarray(list(flow) if not np.isscalar(flow) else [flow], dtype=np.int64))
     unknown = sorted(set(wanted.tolist()) - set(range(len(table.flows))))
     if unknown:
-        raise ValueError(f"{table.source.path}: no flow {unknown[0]} (flows are 0..{len(table.flows) - 1})")
+        raise FlowError("no_flow", path=table.source.path, flow=unknown[0], flows=f"0..{len(table.flows) - 1}")
     keep = np.isin(table.packets["flow"].to_numpy(), wanted)
     packets = table.packets.loc[keep].reset_index(drop=True)
     flows = table.flows.loc[table.flows["flow"].isin(wanted)].reset_index(drop=True)
@@ -193,7 +217,7 @@ def select_flows(table: PacketTable, flow: int | Iterable[int]) -> PacketTable:
 
 def _read(path: str, buf: np.ndarray, size: int):
     head = bytes(buf[:4])
-    messages: list[str] = []
+    notes: list[tuple[str, dict]] = []  # what was dropped: a pcap_warning reason and its fields
     if head == _PCAPNG_MAGIC:
         fmt = "pcapng"
         rec_off, rec_cap, rec_len, rec_ns, rec_if, if_link, status, end = _walk_pcapng(path, buf)
@@ -202,22 +226,20 @@ def _read(path: str, buf: np.ndarray, size: int):
         rec_off, rec_cap, rec_len, rec_ns, rec_if, if_link, status, end = _walk_pcap(path, buf, size,
                                                                              *_PCAP_MAGIC[head])
     elif head in _PCAP_MODIFIED:
-        raise PcapError(f"{path}: 'modified' (Kuznetzov) pcap format is not supported; convert it with editcap")
+        raise PcapError("modified_pcap", path=path)
     else:
-        raise PcapError(f"{path}: not a pcap or pcapng file (starts with {bytes(buf[:8])!r})")
+        raise PcapError("not_pcap", path=path, start=repr(bytes(buf[:8])))
     nframes = rec_off.size
     complete = True
     if status == io.TRUNCATED:
         complete = False
-        messages.append(f"file ends inside a record at byte {end} (after frame {nframes}): "
-                        f"the capture was cut off; that last record was dropped")
+        notes.append(("cut_off", {"end": end, "frames": nframes}))
     elif status != io.OK:
-        what = {io.CORRUPT: "corrupt record header",
-                io.UNKNOWN_INTERFACE: "packet block names an interface no interface block described",
-                io.TOO_MANY_INTERFACES: f"more than {io.MAX_INTERFACES} interfaces"}[status]
-        raise PcapError(f"{path}: {what} at byte {end} (after frame {nframes}); file is damaged")
+        reason = {io.CORRUPT: "corrupt_record", io.UNKNOWN_INTERFACE: "unknown_interface",
+                  io.TOO_MANY_INTERFACES: "too_many_interfaces"}[status]
+        raise PcapError(reason, path=path, end=end, frames=nframes, limit=io.MAX_INTERFACES)
     if nframes == 0:
-        raise PcapError(f"{path}: no frames in the file" + ("" if complete else " (its only record is cut off)"))
+        raise PcapError("no_frames" if complete else "no_frames_cut_off", path=path)
 
     n = nframes
     i64 = np.empty((D.N_I64, n), np.int64)
@@ -240,9 +262,11 @@ def _read(path: str, buf: np.ndarray, size: int):
     by_reason = {name: int(c) for name, c in zip(_SKIP_REASONS, skipped) if c}
     if k == 0:
         unsupported = [t for t in link_types if t not in D.SUPPORTED_LINK_TYPES]
-        extra = f"; unsupported link type(s) {unsupported}" if unsupported else ""
-        reasons = ", ".join(f"{c} {name}" for name, c in by_reason.items())
-        raise PcapError(f"{path}: no TCP packets among {nframes} frames ({reasons}){extra}")
+        words = messages()
+        extra = words("pcap_error.unsupported_link_types", types=unsupported) if unsupported else ""
+        reasons = words("pcap_error.separator").join(
+            words("pcap_error.skipped", count=c, reason=words(f"pcap_skip.{name}")) for name, c in by_reason.items())
+        raise PcapError("no_tcp", path=path, frames=nframes, reasons=reasons, extra=extra)
 
     if k < n // 2:
         # Mostly non-TCP: don't keep the unused tail of every column alive.
@@ -251,13 +275,13 @@ def _read(path: str, buf: np.ndarray, size: int):
     flows = _flow_frame(F[:nflows], FK[:nflows])
     source = PcapSource(path=path, format=fmt, link_types=link_types, frames=nframes, packets=k,
                         skipped=nframes - k, skipped_by_reason=by_reason, complete=complete,
-                        warnings=tuple(messages))
-    return packets, flows, source
+                        warnings=tuple(messages()(f"pcap_warning.{reason}", **fields) for reason, fields in notes))
+    return packets, flows, source, notes
 
 
 def _walk_pcap(path, buf, size, le, nanos):
     if size < 24:
-        raise PcapError(f"{path}: truncated pcap file header ({size} of 24 bytes)")
+        raise PcapError("truncated_header", path=path, size=size)
     snaplen = int(np.frombuffer(bytes(buf[16:20]), "<u4" if le else ">u4")[0])
     linktype = int(np.frombuffer(bytes(buf[20:24]), "<u4" if le else ">u4")[0]) & 0xFFFF
     maxrec = max(io.MAX_PCAP_RECORD, min(snaplen, io.MAX_PCAPNG_BLOCK))
@@ -286,7 +310,7 @@ def _walk_pcapng(path, buf):
     n2, nif, end, status = io.pcapng_walk(buf, True, rec_off, rec_cap, rec_len, rec_ns, rec_if, *ifs)
     assert n2 == n
     if nif == 0 and n == 0 and status == io.OK:
-        raise PcapError(f"{path}: pcapng file without any interface or packet")
+        raise PcapError("pcapng_empty", path=path)
     if_link = ifs[0][:max(nif, 1)].astype(np.int32)
     return rec_off, rec_cap, rec_len, rec_ns, rec_if, if_link, status, end
 

@@ -11,11 +11,29 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ..units import ParameterError
+from ..words import SaidWhereItArose, messages
 
 if TYPE_CHECKING:
     from .packets import PcapSource
 
-__all__ = ["PacketTable", "main_flow", "data_flows", "data_direction", "flow_view", "expert_column"]
+__all__ = ["PacketTable", "FlowError", "main_flow", "data_flows", "data_direction", "flow_view", "expert_column"]
+
+
+class FlowError(SaidWhereItArose, ValueError):
+    """No such flow in a capture, or nothing of one where something was asked for: ``reason``
+    is a key under ``flow_error.`` in the strings files, said in the language in force where it
+    arose, with ``fields`` filled in."""
+
+    def __init__(self, reason: str, **fields) -> None:
+        self.reason, self.fields = reason, fields
+        super().__init__(messages()(f"flow_error.{reason}", **fields))
+
+    def _rebuilt_by(self):
+        return _rebuilt, (type(self), self.reason, self.fields)
+
+
+def _rebuilt(cls: type, reason: str, fields: dict):
+    return cls(reason, **fields)
 
 
 @dataclass
@@ -56,7 +74,7 @@ def main_flow(packets: PacketTable | pd.DataFrame) -> int:
     """The flow that carried most payload, both directions together (the lower number on a tie)."""
     frame = _frame(packets)
     if frame.empty:
-        raise ValueError("no TCP packets")
+        raise FlowError("no_tcp")
     return int(frame.groupby("flow")["len"].sum().idxmax())
 
 
@@ -79,18 +97,18 @@ def flow_view(packets: PacketTable | pd.DataFrame, flow: int | None = None,
     its data direction). A ValueError when there is nothing to show."""
     frame = _frame(packets)
     if frame.empty:
-        raise ValueError("no packets to plot")
+        raise FlowError("nothing_to_plot")
     if flow is None:
         flow = main_flow(frame)
     view = frame[frame["flow"] == flow]
     if view.empty:
-        raise ValueError(f"flow {flow} has no packets (flows present: {sorted(frame['flow'].unique().tolist())})")
+        raise FlowError("no_packets", flow=flow, present=sorted(frame["flow"].unique().tolist()))
     if direction is None:
         direction = data_direction(view)
     elif direction not in (0, 1):
         raise ParameterError("direction", direction, "0 (opener to peer) or 1 (back), or None")
     if not (view.loc[view["dir"] == direction, "len"] > 0).any():
-        raise ValueError(f"flow {flow} carries no payload in direction {direction}: nothing to plot")
+        raise FlowError("no_payload", flow=flow, direction=direction)
     return view, int(flow), int(direction)
 
 

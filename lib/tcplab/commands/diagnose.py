@@ -171,7 +171,7 @@ def _diagnose_read(args: argparse.Namespace, words: Messages) -> int:
             warnings.simplefilter("always")
             table = read_packets(args.file)
         for w in caught:
-            print(f"tcplab diagnose: warning: {w.message}", file=sys.stderr)
+            print(f"tcplab diagnose: {words('diagnosis.line.warning', warning=w.message)}", file=sys.stderr)
         if args.list:
             return _print_flows(table, args.json, words)
         if args.all:
