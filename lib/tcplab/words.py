@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
-__all__ = ["Messages", "messages", "default_language", "speaking", "languages", "STRINGS_DIR", "SaidWhereItArose"]
+__all__ = ["Messages", "messages", "default_language", "speaking", "languages", "STRINGS_DIR", "SaidWhereItArose", "SaidByReason"]
 
 STRINGS_DIR = Path(__file__).parent / "strings"
 FALLBACK_LANGUAGE = "en"
@@ -209,6 +209,26 @@ class SaidWhereItArose:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.args = state["args"]
+
+
+class SaidByReason(SaidWhereItArose):
+    """An exception said by a key: ``reason`` names a key under the class's :attr:`KEYS`
+    (``replay_missing``, ``pcap_error`` …) in the strings files, filled with ``fields``."""
+
+    KEYS: str = ""
+
+    def __init__(self, reason: str, **fields: Any) -> None:
+        self.reason, self.fields = reason, fields
+        super().__init__(messages()(f"{self.KEYS}.{reason}", **fields))
+
+    def _rebuilt_by(self) -> tuple[Any, tuple]:
+        return rebuilt_by_reason, (type(self), self.reason, self.fields)
+
+
+def rebuilt_by_reason(cls: type, reason: str, fields: dict[str, Any]) -> Exception:
+    """``cls(reason, **fields)``: what unpickling calls to make a :class:`SaidByReason` (or a
+    warning said the same way) again."""
+    return cls(reason, **fields)
 
 
 def messages(language: str | None = None) -> Messages:

@@ -58,7 +58,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..words import SaidWhereItArose, messages
+from ..words import SaidByReason, SaidWhereItArose, messages, rebuilt_by_reason
 from . import _decode as D
 from . import _pcapio as io
 from .table import FlowError, PacketTable
@@ -67,17 +67,12 @@ __all__ = ["PacketTable", "PcapError", "PcapSource", "PcapWarning", "read_packet
            "FLOW_COLUMNS"]
 
 
-class PcapError(SaidWhereItArose, ValueError):
+class PcapError(SaidByReason, ValueError):
     """A file that cannot be read as a TCP capture; the message names the file and why:
     ``reason`` is a key under ``pcap_error.`` in the strings files, said in the language in
     force where it arose (``--language``, a page's), with ``fields`` filled in."""
 
-    def __init__(self, reason: str, **fields) -> None:
-        self.reason, self.fields = reason, fields
-        super().__init__(messages()(f"pcap_error.{reason}", **fields))
-
-    def _rebuilt_by(self):
-        return _rebuilt, (type(self), self.reason, self.fields)
+    KEYS = "pcap_error"
 
 
 class PcapWarning(SaidWhereItArose, UserWarning):
@@ -91,11 +86,7 @@ class PcapWarning(SaidWhereItArose, UserWarning):
         super().__init__(words("pcap_warning.of_file", path=path, warning=words(f"pcap_warning.{reason}", **fields)))
 
     def _rebuilt_by(self):
-        return _rebuilt, (type(self), self.reason, {"path": self.path, **self.fields})
-
-
-def _rebuilt(cls: type, reason: str, fields: dict):
-    return cls(reason, **fields)
+        return rebuilt_by_reason, (type(self), self.reason, {"path": self.path, **self.fields})
 
 
 #: Columns of ``PacketTable.packets`` from the decoder (expert columns come on top).

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ..units import ParameterError
-from ..words import SaidWhereItArose, messages
+from ..words import SaidByReason
 
 if TYPE_CHECKING:
     from .packets import PcapSource
@@ -19,21 +19,12 @@ if TYPE_CHECKING:
 __all__ = ["PacketTable", "FlowError", "main_flow", "data_flows", "data_direction", "flow_view", "expert_column"]
 
 
-class FlowError(SaidWhereItArose, ValueError):
+class FlowError(SaidByReason, ValueError):
     """No such flow in a capture, or nothing of one where something was asked for: ``reason``
     is a key under ``flow_error.`` in the strings files, said in the language in force where it
     arose, with ``fields`` filled in."""
 
-    def __init__(self, reason: str, **fields) -> None:
-        self.reason, self.fields = reason, fields
-        super().__init__(messages()(f"flow_error.{reason}", **fields))
-
-    def _rebuilt_by(self):
-        return _rebuilt, (type(self), self.reason, self.fields)
-
-
-def _rebuilt(cls: type, reason: str, fields: dict):
-    return cls(reason, **fields)
+    KEYS = "flow_error"
 
 
 @dataclass

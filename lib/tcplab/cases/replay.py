@@ -18,28 +18,19 @@ from typing import Any
 from ..files import partial_name, write_atomically
 from ..runs import RUN_JSON, Run, data_root, runs_root
 from ..units import ParameterError
-from ..words import SaidWhereItArose, messages
+from ..words import SaidByReason, messages
 
 __all__ = ["INDEX", "empty_index", "ReplayMissing", "listed", "replay_root", "read_index", "write_index", "save"]
 
 INDEX = "index.json"
 
 
-class ReplayMissing(SaidWhereItArose, LookupError):
+class ReplayMissing(SaidByReason, LookupError):
     """The recorded data has no run (or value) for what the notebook asks: ``reason`` is a key
     under ``replay_missing.`` in the strings files, said in the language in force where it
     arose (a page's), with ``fields`` filled in."""
 
-    def __init__(self, reason: str, **fields: Any) -> None:
-        self.reason, self.fields = reason, fields
-        super().__init__(messages()(f"replay_missing.{reason}", **fields))
-
-    def _rebuilt_by(self):
-        return _rebuilt, (type(self), self.reason, self.fields)
-
-
-def _rebuilt(cls: type, reason: str, fields: dict[str, Any]) -> "ReplayMissing":
-    return cls(reason, **fields)
+    KEYS = "replay_missing"
 
 
 def listed(names: Any) -> str:
