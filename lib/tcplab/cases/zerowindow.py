@@ -10,7 +10,9 @@ same scale.
 
 from __future__ import annotations
 
+import errno
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -244,6 +246,16 @@ def death(trial: Trial) -> dict[str, object]:
     def died(side: str) -> dict:
         return sides.get(side, {}).get("extra", {}).get("died") or {}
 
+    def error(side: str) -> str | None:
+        # The exception's class and its errno's name ("TimeoutError (ETIMEDOUT)"): the same in
+        # every language, where the C library's sentence after it is English.
+        said = died(side).get("error")
+        if not said:
+            return None
+        number = re.search(r"\[Errno (\d+)\]", said)
+        name = errno.errorcode.get(int(number.group(1))) if number else None
+        return said.split(":")[0] + (f" ({name})" if name else "")
+
     probes = probe_table(view)
     mine = view[view["dir"] == data_direction(view)]
     resets = mine[mine["f_rst"] & (mine["rel_time"] > closed_at)]
@@ -255,11 +267,11 @@ def death(trial: Trial) -> dict[str, object]:
         "last probe s": float(probes["since_zero_s"].iloc[-1]) if len(probes) else math.nan,
         "dropped by the router": (trial.run.observe.get("middlebox") or {}).get("dropped"),
         "sender gave up s": gave_up["at"] - origin - closed_at if gave_up else math.nan,
-        "sender's error": gave_up.get("error"),
+        "sender's error": error(trial.sender),
         "reader resumed s": resumed_at - closed_at,
         "sender's FIN": bool((mine["f_fin"] & (mine["rel_time"] > closed_at)).any()),
         "reset s": float(resets["rel_time"].iloc[0]) - closed_at if len(resets) else math.nan,
-        "reader's error": died(trial.receiver).get("error"),
+        "reader's error": error(trial.receiver),
     }
 
 
