@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..observe.ss import socket_rows
+from ..observe.ss import read_by, socket_rows
 
 __all__ = ["FIELDS", "representative", "field_table", "send_rate_error",
            "payload_over_charged", "charged_per_segment", "limited_share", "predicted_wscale"]
@@ -113,8 +113,7 @@ def during_pause(trial: Any) -> dict[str, float]:
 
     def inside(side: str) -> pd.DataFrame:
         rows = socket_rows(trial.telemetry, side)
-        until = rows["time_end"].fillna(rows["time"]) if "time_end" in rows else rows["time"]
-        return rows[(rows["time"] > stopped) & (until < resumed)]
+        return rows[(rows["time"] > stopped) & (read_by(rows) < resumed)]
 
     client, server = inside("client"), inside("server")
     fullest_r, fullest_w = client.loc[client["skmem_r"].idxmax()], server.loc[server["skmem_w"].idxmax()]

@@ -67,12 +67,17 @@ class Trial:
     def receiver(self) -> str:
         return self.run.workload.receiver()
 
+    def side_report(self, side: str) -> dict[str, Any]:
+        """What ``side``'s program reported of its run (sent, send_wait_s, extra: pauses, died …);
+        empty where it reported nothing."""
+        return dict((self.app.extra or {}).get("sides", {}).get(side, {}))
+
     @property
     def reader_pauses(self) -> list[tuple[float, float]]:
         """When the reading side stopped and resumed reading (epoch seconds), pause by pause, as
         its program recorded them; empty for a reader that never paused."""
-        side = (self.app.extra or {}).get("sides", {}).get(self.receiver, {})
-        return [(float(stopped), float(resumed)) for stopped, resumed in side.get("extra", {}).get("pauses", [])]
+        pauses = self.side_report(self.receiver).get("extra", {}).get("pauses", [])
+        return [(float(stopped), float(resumed)) for stopped, resumed in pauses]
 
     def socket(self, side: str) -> dict[str, Any]:
         """What ``side``'s program read back with getsockopt: sndbuf, rcvbuf, cc, mss, …"""

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.table import data_direction, main_flow
+from ..observe.ss import read_by
 from .trial import Trial
 
 __all__ = ["pause", "sender_packets", "receiver_packets", "probe_table", "episode", "recovery", "receive_queue",
@@ -153,7 +154,7 @@ def receive_queue(trial: Trial) -> pd.DataFrame:
     before an event, such as the reader resuming, is one whose ``until`` does."""
     rows = trial.socket_samples(trial.receiver)
     origin = _origin(trial.packets.packets)
-    until = rows["time_end"].fillna(rows["time"]) if "time_end" in rows else rows["time"]
+    until = read_by(rows)
     return pd.DataFrame({"time": rows["time"].to_numpy() - origin, "until": until.to_numpy() - origin,
                          "recv_q": rows["recv_q"].to_numpy(), "r": rows["skmem_r"].to_numpy(),
                          "rb": rows["skmem_rb"].to_numpy()})
@@ -241,10 +242,8 @@ def death(trial: Trial) -> dict[str, object]:
     closed_at, _ = episode(view)
     _, resumed_at = pause(trial, view)
     origin = _origin(view)
-    sides = (trial.app.extra or {}).get("sides", {})
-
     def died(side: str) -> dict:
-        return sides.get(side, {}).get("extra", {}).get("died") or {}
+        return trial.side_report(side).get("extra", {}).get("died") or {}
 
     def error(side: str) -> str | None:
         # The exception's class and its errno's name ("TimeoutError (ETIMEDOUT)"): the same in

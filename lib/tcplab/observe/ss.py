@@ -210,6 +210,12 @@ def socket_rows(telemetry: pd.DataFrame, side: str, states: tuple[str, ...] = ("
     return rows.sort_values("time").reset_index(drop=True)
 
 
+def read_by(rows: pd.DataFrame) -> pd.Series:
+    """When ``ss`` had read each sample's socket at the latest (:func:`socket_rows`' rows):
+    ``time_end``, or ``time`` for a sample recorded before the sampler stamped both ends."""
+    return rows["time_end"].fillna(rows["time"])
+
+
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The telemetry table, columns in :data:`COLUMNS` order with stable dtypes."""
     df = pd.DataFrame(rows, columns=COLUMNS)
