@@ -10,16 +10,20 @@ a network that is not there.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from ..files import partial_name
+from .print_fonts import print_font_css
 
 __all__ = ["ChromiumNotFound", "PdfError", "find_chromium", "html_to_pdf", "first_pages", "DEFAULT_TIMEOUT_S"]
 
 DEFAULT_TIMEOUT_S = 120
+#: A page's head: its opening tag (group 1) and its closing tag (group 2).
+_HEAD = re.compile(r"(<head\b[^>]*>).*?(</head>)", re.DOTALL | re.IGNORECASE)
 _CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
@@ -82,16 +86,40 @@ def html_to_pdf(html_path: str | Path, pdf_path: str | Path, *,
     pdf_path = target.resolve()
     if not html_path.is_file():
         raise FileNotFoundError(f"no HTML to print: {html_path}")
-    from ..lab.state import checkpoint, die_with_parent
-
     binary = find_chromium(chromium)
     pdf_path.parent.mkdir(parents=True, exist_ok=True)
     # Written beside the target and moved into place, so a failed print never leaves a
     # truncated PDF that looks like a result.
     partial = partial_name(pdf_path)
     partial.unlink(missing_ok=True)
+    _print(binary, html_path, partial, timeout_s)
+    partial.replace(pdf_path)
+    return target
+
+
+def _print_copy(html_path: Path, folder: Path) -> Path:
+    """The page as chromium is to print it: ``html_path`` itself, or where the page has CJK
+    text, a copy in ``folder`` that declares the CJK font with TrueType outlines
+    (:mod:`.print_fonts`), its relative references resolved from ``html_path``'s folder."""
+    page = html_path.read_text(encoding="utf-8")
+    head = _HEAD.search(page)
+    fonts = print_font_css(page) if head else ""
+    if not fonts:
+        return html_path
+    copy = folder / html_path.name
+    # The base comes first, so that every reference of the head resolves from the page's folder.
+    base = f'<base href="{html_path.resolve().parent.as_uri()}/">'
+    copy.write_text(f"{page[:head.end(1)]}{base}{page[head.end(1):head.start(2)]}<style>\n{fonts}\n</style>\n"
+                    f"{page[head.start(2):]}", encoding="utf-8")
+    return copy
+
+
+def _print(binary: str, source: Path, partial: Path, timeout_s: float) -> None:
+    from ..lab.state import checkpoint, die_with_parent
+
     with tempfile.TemporaryDirectory(prefix="tcplab-chromium-") as profile:
-        command = chromium_command(binary, html_path, partial, Path(profile))
+        printed = _print_copy(source, Path(profile))
+        command = chromium_command(binary, printed, partial, Path(profile))
         # Chromium ends with us, however we end (a killed `tcplab report` must leave no browser).
         with subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               env={**os.environ, "HOME": profile}, preexec_fn=die_with_parent) as proc:
@@ -102,14 +130,12 @@ def html_to_pdf(html_path: str | Path, pdf_path: str | Path, *,
                 proc.kill()
                 proc.communicate()
                 partial.unlink(missing_ok=True)
-                raise PdfError(f"chromium did not finish printing {html_path} within "
+                raise PdfError(f"chromium did not finish printing {source} within "
                                f"{timeout_s:g} s") from exc
     if proc.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
         partial.unlink(missing_ok=True)
         detail = _last_lines(stderr.decode("utf-8", "replace"))
-        raise PdfError(f"chromium failed to print {html_path} (exit {proc.returncode}): {detail}")
-    partial.replace(pdf_path)
-    return target
+        raise PdfError(f"chromium failed to print {source} (exit {proc.returncode}): {detail}")
 
 
 def _last_lines(text: str, n: int = 5) -> str:
