@@ -25,7 +25,7 @@ from ..words import Messages
 from .trial import Trial
 
 __all__ = ["send_wait", "burst_starts", "burst_spacing", "advertised_windows",
-           "handshake_wscale", "handshake_window", "scaling_ratios", "sendbuf_row", "rcvbuf_row", "goodput_frame",
+           "handshake_wscale", "handshake_window", "scaling_ratios", "sendbuf_row", "filling_frame", "rcvbuf_row", "goodput_frame",
            "parse_sendmsg", "sendmsg_summary", "sendmsg_trace", "trace_sendmsg",
            "WMEM_MAX", "RMEM_MAX", "read_limits", "BufferLimits"]
 
@@ -113,6 +113,18 @@ def sendbuf_row(trial: Trial) -> dict[str, Any]:
         "goodput MB/s": trial.goodput_bps / 8e6,
         "in send() %": 100 * send_wait(trial)["send_wait_share"],
     }
+
+
+def filling_frame(runs: dict[str, tuple[Trial, dict[str, float] | None]]) -> pd.DataFrame:
+    """Case 01's exercise 3: for each run (a column, by label), how far the queued bytes ``w``
+    overshot ``tb`` (``ss``), and how the copy loop filled the buffer (:func:`sendmsg_summary`
+    of its trace; empty where the lab's kernel has no tracefs)."""
+    columns = {}
+    for label, (trial, traced) in runs.items():
+        row = sendbuf_row(trial)
+        columns[label] = {"peak w (queued)": row["peak w (queued)"], "ss tb": row["ss tb"],
+                          "peak w / tb": row["peak w (queued)"] / row["ss tb"], **(traced or {})}
+    return pd.DataFrame(columns)
 
 
 def rcvbuf_row(trial: Trial) -> dict[str, Any]:
