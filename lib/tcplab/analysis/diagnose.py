@@ -460,8 +460,10 @@ class _Reasoner:
                              goodput_bps=m.goodput_bps)
         return self._say("congestion-loss", resent=_resends(m), loss=_pct(lost),
                          retransmissions=m.retransmissions,
-                         fast_retransmissions=m.fast_retransmissions, timeouts=m.timeouts, dup_acks=m.dup_acks,
-                         sack_blocks=m.sack_blocks, share=_pct(share), mathis=_rate_bytes(mathis),
+                         fast_retransmissions=m.fast_retransmissions, timeouts=m.timeouts,
+                         # Neither rule (a SACK recovery, a tail-loss probe): said, so the parts add up.
+                         other_retransmissions=max(m.retransmissions - m.fast_retransmissions - m.timeouts, 0),
+                         dup_acks=m.dup_acks, sack_blocks=m.sack_blocks, share=_pct(share), mathis=_rate_bytes(mathis),
                          goodput=_rate_bytes(m.goodput_bps)) + (
             self._say("congestion-loss-cwnd") + self._cwnd_sentences() if self._cwnd_reason else []) + self._pruned()
 
