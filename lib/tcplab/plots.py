@@ -41,9 +41,11 @@ def use_house_style() -> None:
                       "font.family": ["DejaVu Sans", "Noto Sans CJK SC", "sans-serif"]})
 
 
-def configured_vs_measured(rows: Iterable[dict], *, title: str = "Configured vs measured"):
-    """One small panel per quantity: a grey bar for the target, a blue one for the measurement."""
+def configured_vs_measured(rows: Iterable[dict], *, title: str | None = None, language: str | None = None):
+    """One small panel per quantity: a grey bar for the target, a blue one for the measurement;
+    quantities, bars and title in the page's language (``cell.*``, ``column.*``)."""
     use_house_style()
+    word = messages(language)
     frame = pd.DataFrame(list(rows))
     long = frame.melt(id_vars=["quantity", "unit"], value_vars=["configured", "measured"],
                       var_name="kind", value_name="value").dropna(subset=["value"])
@@ -53,26 +55,30 @@ def configured_vs_measured(rows: Iterable[dict], *, title: str = "Configured vs 
         part = long[long["quantity"] == quantity]
         sns.barplot(data=part, x="kind", y="value", hue="kind", palette=PALETTE, ax=ax, legend=False)
         unit = part["unit"].iloc[0] if len(part) else ""
-        ax.set_title(quantity, fontsize=9)
+        ax.set_title(word.cell(quantity), fontsize=9)
+        ax.set_xticks(ax.get_xticks(), [word.column(label.get_text()) for label in ax.get_xticklabels()])
         ax.set_xlabel("")
         ax.set_ylabel(unit)
         for bar, value in zip(ax.patches, part["value"]):
             ax.annotate(f"{value:.3g}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                         ha="center", va="bottom", fontsize=8)
-    fig.suptitle(title)
+    fig.suptitle(title or word("plot.configured_vs_measured"))
     fig.tight_layout()
     return fig
 
 
-def rtt_samples(samples_s: Iterable[float], configured_s: float, *, title: str = "Round trips over TCP"):
+def rtt_samples(samples_s: Iterable[float], configured_s: float, *, title: str | None = None,
+                language: str | None = None):
     """Distribution of measured round trips against the configured value."""
     use_house_style()
-    ms = pd.Series([s * 1e3 for s in samples_s], name="round trip (ms)")
+    word = messages(language)
+    ms = pd.Series([s * 1e3 for s in samples_s], name=word("plot.round_trip"))
     fig, ax = plt.subplots(figsize=(8, 2.8))
     sns.histplot(ms, bins=30, color=PALETTE["measured"], ax=ax)
-    ax.axvline(configured_s * 1e3, color=PALETTE["configured"], linestyle="--", label="configured")
+    ax.axvline(configured_s * 1e3, color=PALETTE["configured"], linestyle="--", label=word.column("configured"))
+    ax.set_ylabel(word("plot.count"))
     ax.legend()
-    ax.set_title(title)
+    ax.set_title(title or word("plot.round_trips_over_tcp"))
     fig.tight_layout()
     return fig
 
@@ -140,7 +146,7 @@ def _binary_unit(largest: float) -> tuple[str, int]:
     for unit, scale in (("MB", 1024**2), ("KB", 1024)):
         if largest >= 10 * scale:
             return unit, scale
-    return "bytes", 1
+    return "B", 1
 
 
 class _ScaledLocator(MaxNLocator):

@@ -116,11 +116,15 @@ def tcp_settings(trial: Trial, side: str = "client", names: Sequence[str] = SETT
     return {name: recorded.get(name, "absent") for name in names}
 
 
-def latency_histogram(trials: Mapping[str, Trial], *, warmup: int = WARMUP, ax=None, title: str | None = None):
-    """Request latencies per variant on one log-scaled axis (ms)."""
+def latency_histogram(trials: Mapping[str, Trial], *, warmup: int = WARMUP, ax=None, title: str | None = None,
+                      language: str | None = None):
+    """Request latencies per variant on one log-scaled axis (ms), labelled in the page's language."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    from ..words import messages
+
+    word = messages(language)
     frame = pd.concat([pd.DataFrame({"latency ms": latencies_ms(t, warmup), "variant": label})
                        for label, t in trials.items()], ignore_index=True)
     if ax is None:
@@ -130,8 +134,10 @@ def latency_histogram(trials: Mapping[str, Trial], *, warmup: int = WARMUP, ax=N
              <= frame["latency ms"].max() * 1.5]
     ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
     ax.minorticks_off()
-    ax.set_xlabel("request latency (ms, log scale)")
-    ax.set_ylabel("requests")
+    ax.set_xlabel(word("plot.request_latency_log"))
+    ax.set_ylabel(word("plot.requests"))
+    if ax.get_legend() is not None:
+        ax.get_legend().set_title(word.column("variant"))
     if title:
         ax.set_title(title)
     return ax
@@ -143,6 +149,7 @@ def one_request(trial: Trial, gaps: pd.DataFrame | None = None, *, ax=None):
     import matplotlib.pyplot as plt
 
     from .. import plots
+    from ..words import messages
 
     gaps = header_body_gaps(trial) if gaps is None else gaps
     one = gaps.iloc[len(gaps) // 2]
@@ -154,7 +161,7 @@ def one_request(trial: Trial, gaps: pd.DataFrame | None = None, *, ax=None):
     plots.time_sequence(trial.packets, t_range=(one.header_t - 0.002, one.body_t + 0.004), ax=ax, stall_s=0.010)
     margin = 0.25 * (high - low)
     ax.set_ylim(low - margin, high + margin)
-    ax.set_ylabel("relative sequence number (bytes)")
+    ax.set_ylabel(messages()("plot.sequence", unit="B"))
     ax.yaxis.set_major_locator(plt.MaxNLocator(6))
     ax.yaxis.set_major_formatter(plt.ScalarFormatter())
     return ax
