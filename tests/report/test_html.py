@@ -86,3 +86,15 @@ def test_remote_references_in_outputs_are_removed(tmp_path):
     assert find_remote_references(html) == []
     assert "plot 图" in html and "cdn.example.org" not in html
     assert 'data-offline-removed="https://example.org/l.png"' in html
+
+
+def test_a_notebooks_own_title_leaves_out_the_case_number_pages_add():
+    """A case that fails before publishing its title is named by its first heading; the handout
+    puts the case's number before every title, so the heading's own "01 · " must not come too."""
+    from tcplab.report.html import notebook_title
+
+    for heading, title in (("# 01 · The send buffer and the round trip", "The send buffer and the round trip"),
+                           ("# 05 · 零窗口：当读取方不再读取", "零窗口：当读取方不再读取"),
+                           ("# A title without a number", "A title without a number")):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(heading + "\n\nText.")])
+        assert notebook_title(nb, "fallback") == title

@@ -41,6 +41,7 @@ NBCONVERT_TEMPLATES = TEMPLATES_DIR / "nbconvert"
 CELLS_TEMPLATE = "tcplab_cells"
 #: Cells papermill adds to point at the failing cell; the report says it in its own words.
 _PAPERMILL_MARKER_TAG = "papermill-error-cell-tag"
+_CASE_NUMBER = re.compile(r"^\d{2}\s*·\s*")
 _H1 = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -84,7 +85,9 @@ def _exporter():
 
 
 def notebook_title(nb: nbformat.NotebookNode, fallback: str) -> str:
-    """The notebook's own title: metadata ``title``, else its first level-1 heading."""
+    """The notebook's own title: metadata ``title``, else its first level-1 heading, without
+    the case's number ("01 · "), which pages and contents put before every title themselves
+    (a case that failed before publishing its title had it twice)."""
     title = nb.metadata.get("title")
     if title:
         return str(title)
@@ -92,7 +95,7 @@ def notebook_title(nb: nbformat.NotebookNode, fallback: str) -> str:
         if cell.cell_type == "markdown":
             match = _H1.search(cell.source)
             if match:
-                return match.group(1)
+                return _CASE_NUMBER.sub("", match.group(1))
     return fallback
 
 
