@@ -42,12 +42,19 @@ def _grouped(digits: str) -> str:
     return sign + _THIN_SPACE.join([head, *groups]) + dot + tail
 
 
+#: Below this a number is written 0: no quantity of the course is measured to a billionth of
+#: its unit, and 2.2e-14 % (a share computed as 1 − 0.99999…) is rounding, not a reading.
+TINY = 1e-9
+
+
 def _number(value: float) -> str:
     if not math.isfinite(value):
         return GAP if math.isnan(value) else ("∞" if value > 0 else "-∞")
     if float(value).is_integer():
         return _grouped(f"{value:.0f}")
     magnitude = abs(value)
+    if magnitude < TINY:
+        return "0"  # float noise (1 − 0.9999… in a share), not a measurement
     # As many decimals as the value's size warrants: none from 1000, one from 100, two from 1,
     # and below 1 three significant digits at least; trailing zeros dropped.
     if magnitude >= 1000:
