@@ -36,7 +36,7 @@ def test_a_check_name_built_from_parameters_is_translated_with_its_values():
         "7ms 与 1ms 下 Nagle 停顿之差：路径越长停顿越长"
     # A kernel in front, as case 02 compares two kernels, stays in front.
     assert zh.check_name("6.1.176 (UML): median window vs tcp_adv_win_scale 1 rule") == \
-        "6.1.176 (UML): 窗口中位数与 tcp_adv_win_scale 1 规则之比"
+        "6.1.176 (UML): 窗口中位数 对比 tcp_adv_win_scale 1 规则"
     # English gives the name back as it was built; a name no key knows stays itself.
     assert en.check_name("Nagle stall at 35ms") == "Nagle stall at 35ms"
     assert zh.check_name("a check nobody keyed") == "a check nobody keyed"
