@@ -47,6 +47,22 @@ def test_recorded_probes_follow_the_schedule_under_the_servers_rto_max():
     assert len(rows) - len(measured) <= 1  # the schedule cut where the reader resumed: one probe more at most
 
 
+def test_the_windows_offered_between_a_readers_stop_and_the_zero_add_up_to_what_it_queued():
+    # Case 05's fixed 256 KB buffer as shipped (Linux 6.18): after the reader stopped, the
+    # receiver gave out the rest of its buffer a window at a time, each in the ACK of the data
+    # sent into the one before, and the windows sum to the payload queued while it was closed
+    # (to a few segments: the first is the window in force at the stop).
+    run = load_run(replay_root() / "05-zero-window" / "rcvbuf-256KB")
+    trial = Trial("rcvbuf-256KB", run, replayed=True)
+    view = zw.sender_packets(trial)
+    stopped, _ = zw.pause(trial, view)
+    closed, _ = zw.episode(view)
+    windows = zw.windows_offered(view, stopped, closed)
+    assert windows[-1] == 0 and len(windows) >= 3 and windows == sorted(windows, reverse=True)
+    queued = zw.receive_queue(trial)
+    assert sum(windows) == pytest.approx(queued[queued.time > closed].recv_q.iloc[0], abs=4 * 1448)
+
+
 @pytest.mark.kernel
 def test_paused_reader_closes_the_window_and_its_update_reopens_it(root, tmp_path):
     lab = CaseLab("96-zero-window-fixture", runs_dir=tmp_path)

@@ -71,8 +71,12 @@ def exceed_summary(trial: Trial) -> dict[str, Any]:
     }
 
 
-#: The nstat counters that name memory pressure without a tracepoint: how often TCP entered
-#: memory pressure, and segments a receiver dropped because it could not get memory.
+#: The nstat counters that name memory pressure without a tracepoint: entries into memory
+#: pressure, and in-order segments a receiver dropped because it could not get memory while its
+#: queue held data (out-of-order ones count in TcpExtTCPOFODrop). The pressure flag
+#: is the host's, but the kernel counts an entry once, when the flag goes up, in the network
+#: namespace of the socket whose allocation raised it (tcp_enter_memory_pressure): a run's
+#: namespaces count it only when one of their sockets was first.
 PRESSURE_COUNTERS = ("TcpExtTCPMemoryPressures", "TcpExtTCPRcvQDrop")
 
 
@@ -186,14 +190,29 @@ class Ballast:
                 time.sleep(0.01)
         return sent
 
+    #: How long :meth:`held` waits for the senders to see what their receivers queued acknowledged.
+    SETTLE_S = 1.0
+
     def held(self) -> dict[str, int]:
-        """Bytes of payload the ballast holds: unread at the receivers, unacknowledged at the senders."""
+        """Bytes of payload: what the ballast wrote, what lies unread at its receivers and what
+        its senders hold unacknowledged. A byte that has reached a receiver stays queued at its
+        sender too until the sender has processed the acknowledgement, and counts at both ends
+        until then; so this waits (:data:`SETTLE_S` at most) until no byte counts twice, and
+        ``unread`` + ``unacknowledged`` is ``written``, the payload the runs find held."""
 
         def ioctl(sock: socket.socket, request: int) -> int:
             return struct.unpack("i", fcntl.ioctl(sock.fileno(), request, b"\0" * 4))[0]
 
-        return {"unread": sum(ioctl(receiver, termios.FIONREAD) for _, receiver in self._pairs),
-                "unacknowledged": sum(ioctl(sender, SIOCOUTQ) for sender, _ in self._pairs)}
+        def read() -> tuple[int, int]:
+            return (sum(ioctl(receiver, termios.FIONREAD) for _, receiver in self._pairs),
+                    sum(ioctl(sender, SIOCOUTQ) for sender, _ in self._pairs))
+
+        deadline = time.monotonic() + self.SETTLE_S
+        unread, unacknowledged = read()
+        while self._pairs and unread + unacknowledged > self.sent and time.monotonic() < deadline:
+            time.sleep(0.01)
+            unread, unacknowledged = read()
+        return {"written": self.sent, "unread": unread, "unacknowledged": unacknowledged}
 
     def close(self) -> None:
         for pair in self._pairs:

@@ -21,8 +21,8 @@ from ..analysis.table import data_direction, main_flow
 from ..observe.ss import read_by
 from .trial import Trial
 
-__all__ = ["pause", "sender_packets", "receiver_packets", "probe_table", "episode", "recovery", "receive_queue",
-           "probe_schedule", "probes_against_schedule", "probes_answered_as_expected", "receive_queue_plot", "collapses", "collapse_row",
+__all__ = ["pause", "sender_packets", "receiver_packets", "probe_table", "episode", "windows_offered", "recovery",
+           "receive_queue", "probe_schedule", "probes_against_schedule", "probes_answered_as_expected", "receive_queue_plot", "collapses", "collapse_row",
            "PROBE_COUNTERS", "COLLAPSE_COUNTERS", "RTO_MAX_S"]
 
 #: The longest gap between probes by default: TCP_RTO_MAX (include/net/tcp.h), the default of
@@ -79,6 +79,16 @@ def episode(packets: pd.DataFrame) -> tuple[float, float]:
     start = float(zero["rel_time"].iloc[0])
     reopened = acks[(acks["rel_time"] > start) & (acks["win"] > 0)]
     return start, float(reopened["rel_time"].iloc[0]) if len(reopened) else math.nan
+
+
+def windows_offered(packets: pd.DataFrame, start: float, end: float) -> list[int]:
+    """The windows the receiver advertised from ``start`` to ``end`` (rel_time, both included):
+    the one in force at ``start`` first, then each change, in bytes. Between a reader's stop
+    and the zero window, the steps in which the receiver gave out the rest of its buffer."""
+    acks = packets[(packets["dir"] == 1 - data_direction(packets)) & packets["f_ack"] & (packets["win"] >= 0)]
+    seen = pd.concat([acks[acks["rel_time"] <= start].tail(1),
+                      acks[(acks["rel_time"] > start) & (acks["rel_time"] <= end)]])["win"].astype(int).tolist()
+    return [w for i, w in enumerate(seen) if i == 0 or w != seen[i - 1]]
 
 
 def probe_table(packets: pd.DataFrame) -> pd.DataFrame:
