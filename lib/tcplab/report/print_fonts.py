@@ -79,9 +79,7 @@ def truetype_subset(face: FontFace, text: str) -> bytes | None:
     """``face`` cut down to the characters of ``text``, with TrueType outlines; None where
     the face has none of them."""
     from fontTools import subset
-    from fontTools.pens.cu2quPen import Cu2QuPen
-    from fontTools.pens.ttGlyphPen import TTGlyphPen
-    from fontTools.ttLib import TTFont, newTable
+    from fontTools.ttLib import TTFont
 
     font = TTFont(str(face.path), fontNumber=face.index, lazy=True)
     cmap = font.getBestCmap()
@@ -90,19 +88,24 @@ def truetype_subset(face: FontFace, text: str) -> bytes | None:
     options = subset.Options()
     options.layout_features = ["*"]  # vertical forms, CJK punctuation widths
     options.name_IDs = ["*"]
-    # The outlines are redrawn as TrueType ones below: the CFF's hints and subroutines are
-    # dropped with them, so the subsetter need not spend its time on either.
+    # Hints and subroutines stay as the subsetter's defaults leave them: the CFF table that holds
+    # them is replaced below, so taking them out first would be time spent for nothing.
     subsetter = subset.Subsetter(options)
     subsetter.populate(text=text)
     subsetter.subset(font)
     if "glyf" not in font:
-        _cff_to_glyf(font, TTGlyphPen, Cu2QuPen, newTable)
+        _cff_to_glyf(font)
     out = io.BytesIO()
     font.save(out)
     return out.getvalue()
 
 
-def _cff_to_glyf(font, TTGlyphPen, Cu2QuPen, newTable) -> None:
+def _cff_to_glyf(font) -> None:
+    """Replace ``font``'s CFF outlines by TrueType ones (quadratic curves, a glyf table)."""
+    from fontTools.pens.cu2quPen import Cu2QuPen
+    from fontTools.pens.ttGlyphPen import TTGlyphPen
+    from fontTools.ttLib import newTable
+
     glyphs = font.getGlyphSet()
     order = font.getGlyphOrder()
     glyf = newTable("glyf")
