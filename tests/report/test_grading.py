@@ -34,7 +34,7 @@ def _scores(case_id: str = CASE, *, disturbed: tuple[str, ...] = ()) -> Scores:
     return Scores(case_id, "Case 01: the send buffer", "netem", "replay", (
         equals("getsockopt after SO_SNDBUF 16KB", 32768, 32768, unit="B"),
         within("goodput vs in flight / RTT", 2.0, 1.9, 0.25, unit="MB/s"),
-        within("burst spacing between 1 and 2 RTT", 30.0, 40.0, 10.0, relative=False, unit="ms"),
+        within("burst spacing", 30.0, 40.0, 10.0, relative=False, unit="ms"),
         at_most("transfer time vs line rate", 4.0, 5.0, unit="s"),
         equals("bottleneck", "receiver window", "receiver window"),
         check("window scaling on", True, measured=True),
@@ -46,7 +46,7 @@ WORKSHEET = '''# Your predictions, before you run the case: a number in the unit
 predictions = {
     "getsockopt after SO_SNDBUF 16KB": 32768,    # B
     "goodput vs in flight / RTT": 2.5,           # MB/s
-    "burst spacing between 1 and 2 RTT": 30,     # ms
+    "burst spacing": 30,     # ms
     "transfer time vs line rate": None,          # s
     "bottleneck": "  Receiver WINDOW ",
     "getsockopt after SO_SNDBUF 16 KB": 32768,   # a typo: no such check
@@ -86,7 +86,7 @@ def test_right_wrong_missing_and_unknown():
     assert _verdicts(g) == {
         "getsockopt after SO_SNDBUF 16KB": "right",
         "goodput vs in flight / RTT": "wrong",          # 2.5 against 1.9: 0.6 off, 25 % of 1.9 is 0.475
-        "burst spacing between 1 and 2 RTT": "right",   # 30 against 40 within ±10 ms
+        "burst spacing": "right",   # 30 against 40 within ±10 ms
         "transfer time vs line rate": "missing",
         "bottleneck": "right",
         "getsockopt after SO_SNDBUF 16 KB": "unknown",
@@ -386,3 +386,19 @@ def test_a_worksheet_is_shown_as_boxes_to_write_in():
     assert box.count("<tr>") == 4 and '<td class="tcplab-answer"></td>' in box  # header + 3 rows, one blank
     assert '<td class="tcplab-answer">94.5</td>' in box and "Your prediction" in box
     assert worksheet_box("predictions = {'a': os.system('x')}") is None  # not a worksheet: shown as it is
+
+
+#: What makes a worksheet line tell its answer: a range, a bound or a verdict in the question.
+_GIVES_AWAY = re.compile(r"\bbetween\b|\d\s*[–-]\s*\d|[≤≥<>]|\bat (?:least|most)\b|\b(?:slows|speeds up)\b")
+
+
+def test_no_worksheet_line_states_what_it_asks():
+    """A worksheet key is the check's name, which the student reads before the run: it names the
+    quantity, and the rule stays in the checks table the page shows after the reveal."""
+    from tcplab.course import NOTEBOOKS, available_cases
+    for case in available_cases():
+        notebook = nbformat.read(NOTEBOOKS / f"{case}.ipynb", as_version=4)
+        sheets = [c for c in notebook.cells if "worksheet" in c.metadata.get("tags", [])]
+        assert len(sheets) == 1, case
+        for check_name, _, _ in worksheet_rows(sheets[0].source):
+            assert not _GIVES_AWAY.search(check_name), (case, check_name)

@@ -5,7 +5,7 @@ before running the case, what they expect each of its scored checks to measure::
 
     predictions = {
         "getsockopt after SO_SNDBUF 16KB": 32768,       # B
-        "16KB bbr: burst spacing between 1 and 2 RTT": 30,  # ms
+        "16KB bbr: burst spacing": 30,  # ms
         "bottleneck": "receiver window",
         "unset: transfer time vs line rate + slow start": None,  # not answered
     }
