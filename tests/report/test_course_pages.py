@@ -26,6 +26,19 @@ def test_every_case_cites_its_references_and_every_reference_names_real_cases():
         assert any(r.kind == "seed" for r in cited_by(references, case)), case  # each retells a seed
 
 
+def test_a_chinese_page_cites_every_work_in_chinese_but_its_title():
+    """Seeds by their original title; a work whose English citation describes it (a manual's
+    summary, a note in brackets) by a translation; a bare title as written."""
+    for r in read_references(NOTEBOOKS):
+        cite = r.cite_in("zh")
+        described = r.kind in {"seed", "manual", "source", "article"} or re.search(r"\([^)]*[a-z]{3}[^)]*\)", r.cite)
+        assert (cite != r.cite) == bool(described), r.id
+        assert r.cite_in("en") == r.cite
+        if described:
+            told = re.findall(r"（([^）]*)）", cite) + cite.split("：")[1:]  # what the citation says of the work
+            assert re.search(r"[\u4e00-\u9fff]", cite) and not re.search(r"\b(?:the|and|of)\b", " ".join(told)), r.id
+
+
 def test_the_cheat_sheet_has_a_row_per_case_with_every_column():
     rows = cheatsheet_rows(messages("en"), available_cases())
     assert [r.case_id for r in rows] == available_cases()

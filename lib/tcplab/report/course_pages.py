@@ -42,6 +42,14 @@ class Reference:
     #: article"), for pages in another language than English, which cite it by that title.
     original: dict | None = None
     more_urls: tuple[str, ...] = ()
+    #: The citation in another language, by language, where the English one describes the work
+    #: (a manual's summary, a note in brackets); titles stay as written.
+    translations: dict | None = None
+
+    def cite_in(self, language: str) -> str:
+        """The citation a page in ``language`` shows: a seed's original title, else the entry's
+        translation, else ``cite``."""
+        return self.original_cite(language) or (self.translations or {}).get(language) or self.cite
 
     def original_cite(self, language: str) -> str | None:
         """The citation a page in ``language`` shows for a seed: author, original title in
@@ -77,7 +85,7 @@ def read_references(notebooks_dir: str | Path | None) -> list[Reference]:
         return []
     data = json.loads((Path(notebooks_dir) / REFERENCES_FILE).read_text(encoding="utf-8"))
     return [Reference(r["id"], r["kind"], r["cite"], r.get("url"), tuple(r.get("cases", ())),
-                      r.get("original"), tuple(r.get("more_urls", ())))
+                      r.get("original"), tuple(r.get("more_urls", ())), r.get("translations"))
             for r in data["references"]]
 
 
