@@ -101,6 +101,16 @@ def test_time_sequence_draws_the_acks_windows_and_segments_of_the_capture(bulk, 
     assert (tmp_path / "time_sequence.png").stat().st_size > 10_000
 
 
+def test_marks_that_come_in_bursts_shrink_so_neighbours_do_not_cover_each_other():
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    lone = plots._mark_area(ax, pd.Series([0.1, 0.5, 0.9]), 1.0)  # far apart: full size
+    bursts = plots._mark_area(ax, pd.Series([b + k * 0.0005 for b in (0.1, 0.5, 0.9) for k in range(6)]), 1.0)
+    assert lone == plots.MARK_AREA and plots.MARK_AREA_MIN <= bursts < plots.MARK_AREA / 2
+    zoomed = plots._mark_area(ax, pd.Series([b + k * 0.0005 for b in (0.1, 0.5, 0.9) for k in range(6)]), 0.02)
+    assert zoomed == plots.MARK_AREA  # the same marks, zoomed in, stand apart again
+    plt.close(fig)
+
+
 def test_zoom_limits_the_time_axis_and_the_drawn_data(bulk):
     fig = plots.time_sequence(bulk.packets, t_range=(0.024, 0.030))
     ax = fig.axes[0]
@@ -217,6 +227,15 @@ def test_sweep_lines_show_means_with_confidence_bands_and_theory(tmp_path):
     fig.savefig(tmp_path / "sweep.png")
     with pytest.raises(ValueError, match="no column 'rtt'"):
         plots.sweep_lines(frame, "rtt", "goodput")
+
+
+def test_a_log_axis_of_a_sweep_is_labelled_in_plain_numbers():
+    frame = pd.DataFrame({"loss %": [1, 1, 10, 10], "MB/s": [1.2, 1.3, 0.2, 0.25]})
+    ax = plots.sweep_lines(frame, "loss %", "MB/s", logx=True, logy=True).axes[0]
+    ax.figure.canvas.draw()
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log"
+    labels = [label.get_text() for label in ax.get_yticklabels() + ax.get_xticklabels() if label.get_text()]
+    assert labels and not any("10^" in text or "$" in text for text in labels), labels
 
 
 def test_sweep_heatmap_cells_are_the_means():

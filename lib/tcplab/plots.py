@@ -236,11 +236,12 @@ def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, di
         (data[expert_column(data, "window_full", False)], "end", "^", "window_full"),
         (acks[expert_column(acks, "zero_window", False)], "ack", "v", "zero_window"),
     )
+    shown_span = (t_range[1] - t_range[0]) if t_range is not None else float(np.ptp(data["rel_time"])) if len(data) else 0.0
     for rows, where, marker, role in marks:
         if len(rows):
             y = rows["seq"] + rows["len"] if where == "end" else rows[where]
-            ax.scatter(rows["rel_time"], y, marker=marker, s=36, color=PALETTE[role], zorder=3,
-                       label=word(f"plot.{role}"), gid=role)
+            ax.scatter(rows["rel_time"], y, marker=marker, s=_mark_area(ax, rows["rel_time"], shown_span),
+                       color=PALETTE[role], zorder=3, label=word(f"plot.{role}"), gid=role)
     _shade_stalls(ax, data, stall_s if stall_s is not None else _stall_threshold(acks_all), word)
 
     if t_range is not None:
@@ -251,6 +252,22 @@ def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, di
     ax.set_title(_title(word, "plot.title.time_sequence", packets, flow))
     _legend(ax)
     return _finish(fig, ax)
+
+
+#: A mark's area in points² (matplotlib's ``s``): full size, and the least it shrinks to.
+MARK_AREA, MARK_AREA_MIN = 36.0, 9.0
+
+
+def _mark_area(ax, times: pd.Series, span_s: float) -> float:
+    """The area for one kind of mark: full size, or as small as keeps the typical neighbours
+    (the median gap between marks, on the page) from covering each other. A window-limited
+    sender fills the window with every second segment, and its marks come in bursts."""
+    gaps = np.diff(np.sort(times.to_numpy(dtype=float)))
+    if gaps.size == 0 or span_s <= 0:
+        return MARK_AREA
+    width_pt = ax.get_position().width * ax.figure.get_figwidth() * 72
+    gap_pt = float(np.median(gaps)) / span_s * width_pt
+    return float(np.clip(gap_pt ** 2, MARK_AREA_MIN, MARK_AREA))
 
 
 def _shade_stalls(ax, data: pd.DataFrame, stall_s: float, word: Messages) -> None:
@@ -371,9 +388,10 @@ def _require_columns(frame: pd.DataFrame, *names: str | None) -> None:
 
 
 def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, ax=None, logx: bool = False,
-                language: str | None = None):
+                logy: bool = False, language: str | None = None):
     """One line per ``hue`` value of the mean of ``y`` over repetitions at each ``x``, with
-    its 95 % confidence band (seaborn ``errorbar=("ci", 95)``)."""
+    its 95 % confidence band (seaborn ``errorbar=("ci", 95)``); ``logx``/``logy`` put an axis
+    on a log scale, still labelled in plain numbers."""
     _require_columns(frame, x, y, hue)
     fig, ax = _new_axes(ax)
     sns.lineplot(data=frame, x=x, y=y, hue=hue, errorbar=("ci", 95), marker="o", ax=ax,
@@ -394,6 +412,10 @@ def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, 
             ax.set_xticks(values)
             ax.xaxis.set_major_formatter(ScalarFormatter())
             ax.xaxis.set_minor_formatter(NullFormatter())
+    if logy:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ScalarFormatter())  # 1, 10, not 10⁰, 10¹
+        ax.yaxis.set_minor_formatter(NullFormatter())
     return _finish(fig, ax)
 
 
