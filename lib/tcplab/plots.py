@@ -413,10 +413,19 @@ def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, 
             ax.xaxis.set_major_formatter(ScalarFormatter())
             ax.xaxis.set_minor_formatter(NullFormatter())
     if logy:
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(ScalarFormatter())  # 1, 10, not 10⁰, 10¹
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        plain_log_scale(ax, "y")
     return _finish(fig, ax)
+
+
+def plain_log_scale(ax, axis: str = "y") -> None:
+    """Put ``axis`` ("x" or "y") of ``ax`` on a log scale labelled in plain numbers: 1, 10,
+    100 000, not 10⁰, 10¹ or 1e5 (the house style has no scientific notation)."""
+    getattr(ax, f"set_{axis}scale")("log")
+    plain = ScalarFormatter()
+    plain.set_scientific(False)
+    target = getattr(ax, f"{axis}axis")
+    target.set_major_formatter(plain)
+    target.set_minor_formatter(NullFormatter())
 
 
 def sweep_heatmap(frame: pd.DataFrame, x: str, y: str, value: str, *, ax=None, fmt: str = ".3g"):
