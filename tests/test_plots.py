@@ -4,6 +4,7 @@ retransmissions and windows, drawn and then read back from the artists."""
 from __future__ import annotations
 
 import os
+import re
 
 import matplotlib
 
@@ -108,6 +109,17 @@ def test_marks_that_come_in_bursts_shrink_so_neighbours_do_not_cover_each_other(
     assert lone == plots.MARK_AREA and plots.MARK_AREA_MIN <= bursts < plots.MARK_AREA / 2
     zoomed = plots._mark_area(ax, pd.Series([b + k * 0.0005 for b in (0.1, 0.5, 0.9) for k in range(6)]), 0.02)
     assert zoomed == plots.MARK_AREA  # the same marks, zoomed in, stand apart again
+    plt.close(fig)
+
+
+def test_a_byte_axis_reads_in_kb_or_mb_without_an_offset():
+    fig, ax = plt.subplots()
+    ax.step([0, 1, 2], [0, 1.5e6, 3.4e6])
+    plots.byte_axis(ax, language="en")
+    fig.canvas.draw()
+    assert ax.get_ylabel() in {"bytes (KB)", "bytes (MB)"} and ax.yaxis.get_offset_text().get_text() == ""
+    ticks = [label.get_text() for label in ax.get_yticklabels() if label.get_text()]
+    assert ticks and all(re.fullmatch(r"[\d.]+", tick) for tick in ticks), ticks
     plt.close(fig)
 
 

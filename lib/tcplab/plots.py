@@ -168,6 +168,14 @@ def _bytes_axis(ax, largest: float, label_key: str, word: Messages) -> None:
     ax.set_ylabel(word(label_key, unit=unit))
 
 
+def byte_axis(ax, *, language: str | None = None) -> None:
+    """Label the y axis of ``ax``, whose lines are drawn in bytes, in B, KB or MB as the
+    largest value needs (not "1e6" above an axis of bytes); call it after drawing."""
+    tops = [np.nanmax(np.asarray(line.get_ydata(), dtype=float)) for line in ax.get_lines() if len(line.get_ydata())]
+    ax.set_ylim(bottom=0)  # a byte count is never negative: no tick below the axis's zero
+    _bytes_axis(ax, max(tops, default=0.0), "plot.bytes", messages(language))
+
+
 def _legend(ax) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if handles:
