@@ -414,12 +414,11 @@ def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, 
     if hue is not None:
         ax.legend(title=t.column(hue))
     if logx:
-        ax.set_xscale("log")
+        plain_log_scale(ax, "x")
         values = np.sort(frame[x].dropna().unique())
         if len(values) <= 12:  # a sweep's own values read better than powers of ten
             ax.set_xticks(values)
-            ax.xaxis.set_major_formatter(ScalarFormatter())
-            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())  # and only they are labelled
     if logy:
         plain_log_scale(ax, "y")
     return _finish(fig, ax)
@@ -427,13 +426,18 @@ def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, 
 
 def plain_log_scale(ax, axis: str = "y") -> None:
     """Put ``axis`` ("x" or "y") of ``ax`` on a log scale labelled in plain numbers: 1, 10,
-    100 000, not 10⁰, 10¹ or 1e5 (the house style has no scientific notation)."""
+    100000, not 10⁰, 10¹ or 1e5 (the house style has no scientific notation). The 2s and 5s
+    between powers of ten are labelled too, so an axis spanning less than a decade or two still
+    reads."""
     getattr(ax, f"set_{axis}scale")("log")
-    plain = ScalarFormatter()
-    plain.set_scientific(False)
     target = getattr(ax, f"{axis}axis")
-    target.set_major_formatter(plain)
-    target.set_minor_formatter(NullFormatter())
+    target.set_major_formatter(FuncFormatter(_plain_number))
+    target.set_minor_formatter(FuncFormatter(
+        lambda v, pos: _plain_number(v, pos) if v > 0 and round(v / 10 ** np.floor(np.log10(v))) in (2, 5) else ""))
+
+
+def _plain_number(value: float, _pos=None) -> str:
+    return f"{value:.0f}" if value >= 1 else f"{value:.10f}".rstrip("0").rstrip(".")
 
 
 def sweep_heatmap(frame: pd.DataFrame, x: str, y: str, value: str, *, ax=None, fmt: str = ".3g"):
