@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullFormatter, ScalarFormatter
+from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullFormatter
 
 from .analysis.metrics import goodput_series
 from .analysis.table import expert_column, flow_view
