@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nbformat
 
 from tcplab.report.execute import execute_notebook
@@ -42,3 +44,22 @@ def test_a_raising_notebook_is_a_result_and_keeps_its_partial_output(built):
 def test_a_missing_notebook_is_a_failed_result(tmp_path):
     ex = execute_notebook(tmp_path / "nope.ipynb", tmp_path / "out.ipynb", progress=False)
     assert not ex.ok and "FileNotFoundError" in ex.error and not ex.has_output
+
+
+def test_the_kernel_talks_over_unix_sockets_that_are_gone_afterwards(tmp_path, capfd):
+    """A case's kernel is reached over Unix sockets in a private folder, never a TCP port, and
+    the folder goes with the kernel; ipykernel's warning about unencrypted TCP never prints."""
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(
+            "import json, ipykernel\n"
+            "info = json.load(open(ipykernel.get_connection_file()))\n"
+            "print(info['transport'], info['ip'])")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nbformat.write(nb, tmp_path / "where.ipynb")
+    ex = execute_notebook(tmp_path / "where.ipynb", tmp_path / "out.ipynb", progress=False)
+    assert ex.ok, ex.error
+    transport, socket_prefix = _stdout(nbformat.read(tmp_path / "out.ipynb", as_version=4)).split()
+    assert transport == "ipc"
+    assert len(socket_prefix) < 100
+    assert not Path(socket_prefix).parent.exists()
+    assert "without encryption" not in capfd.readouterr().err

@@ -13,6 +13,7 @@ language, and the executed notebook records it (``metadata.tcplab.language``).
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -78,6 +79,27 @@ def _kernel_environment(changes: Mapping[str, str]):
                     os.environ[key] = value
 
 
+def _local_kernel_manager(socket_folder: Path):
+    """The kernel manager papermill starts a case's kernel with: one that talks over Unix sockets
+    in ``socket_folder`` rather than TCP ports on localhost. The kernel runs on this machine only,
+    often as root; Unix sockets keep it off the network, and ipykernel (7+) stops warning on every
+    case that its TCP traffic is unencrypted. The sockets live in a short private folder, not the
+    Jupyter runtime folder under $HOME, because a socket's path may not exceed 107 bytes."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class LocalKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self) -> str:
+            return "ipc"
+
+        @default("ip")
+        def _ip_default(self) -> str:
+            return str(socket_folder / "kernel")
+
+    return LocalKernelManager
+
+
 def _record_language(output_path: Path, language: str) -> None:
     """Note in the executed notebook which language its kernel wrote in."""
     import nbformat
@@ -125,11 +147,13 @@ def execute_notebook(
     try:
         if not input_path.is_file():
             raise FileNotFoundError(f"notebook not found: {input_path}")
-        with _kernel_environment({"TCPLAB_LANG": language} if language else {}):
+        with _kernel_environment({"TCPLAB_LANG": language} if language else {}), \
+                tempfile.TemporaryDirectory(prefix="tcplab-kernel-") as socket_folder:
             papermill.execute_notebook(
                 str(input_path), str(output_path),
                 parameters=params,
                 kernel_name=kernel_name,
+                kernel_manager_class=_local_kernel_manager(Path(socket_folder)),
                 cwd=str(workdir),
                 progress_bar={"desc": case_id, "leave": True} if progress else False,
                 log_output=False,
