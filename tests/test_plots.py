@@ -202,8 +202,8 @@ def test_a_figure_is_drawn_in_the_language_it_is_given_and_else_in_tcplab_lang(b
     monkeypatch.delenv("TCPLAB_LANG", raising=False)
     for draw, key in ((plots.time_sequence, "plot.title.time_sequence"), (plots.throughput, "plot.title.throughput"),
                       (plots.window_and_inflight, "plot.title.window"), (plots.rtt, "plot.title.rtt")):
-        assert draw(bulk, language="zh").axes[0].get_title() == zh(key, flow=0)
-        assert draw(bulk).axes[0].get_title() == messages("en")(key, flow=0)
+        for language, word in (("zh", zh), (None, messages("en"))):
+            assert draw(bulk, language=language).axes[0].get_title() == word("plot.title.of_flow", title=word(key), flow=0)
     assert "TCPLAB_LANG" not in os.environ
     monkeypatch.setenv("TCPLAB_LANG", "zh")
     assert plots.rtt(bulk).axes[0].get_ylabel() == zh("plot.round_trip")
@@ -212,6 +212,13 @@ def test_a_figure_is_drawn_in_the_language_it_is_given_and_else_in_tcplab_lang(b
     assert plots.sweep_lines(frame, "x", "goodput MB/s", language="en").axes[0].get_ylabel() == "goodput MB/s"
     with pytest.raises(ValueError, match="没有 ACK 往返时延样本"):
         plots.rtt(flow0(bulk).assign(ack_rtt=np.nan), language="zh")
+
+
+def test_a_title_numbers_the_flow_only_where_the_capture_holds_several(bulk):
+    """A trial's capture holds one flow: "flow 0" in its titles would name nothing."""
+    assert plots.time_sequence(bulk).axes[0].get_title() == "Time-sequence, flow 0"
+    assert plots.time_sequence(flow0(bulk)).axes[0].get_title() == "Time-sequence"
+    assert plots.rtt(flow0(bulk), language="zh").axes[0].get_title() == "往返时延"
 
 
 def test_drawing_into_given_axes_returns_them(bulk):

@@ -87,8 +87,11 @@ def rtt_samples(samples_s: Iterable[float], configured_s: float, *, title: str |
 
 
 def _title(word: Messages, key: str, packets, flow: int) -> str:
-    """A flow plot's title, with the variant it shows when the table is named (a trial's)."""
-    title = word(key, flow=flow)
+    """A flow plot's title: the flow's number where the capture holds more than one, and the
+    variant it shows when the table is named (a trial's)."""
+    title = word(key)
+    if getattr(packets, "packets", packets)["flow"].nunique() > 1:
+        title = word("plot.title.of_flow", title=title, flow=flow)
     name = getattr(packets, "name", "")
     return word("plot.title.of_variant", variant=name, title=title) if name else title
 
