@@ -18,7 +18,7 @@ THIN = "\u202f"
     (32768.0, f"32{THIN}768"), (3.2768e4, f"32{THIN}768"), (262142, f"262{THIN}142"), (1234.5, f"1{THIN}234"),
     (152.34, "152.3"), (15.2734, "15.27"), (2.0, "2"), (0.0123, "0.0123"), (-0.5, "-0.5"), (1e-9, "0.000000001"), (2.18e-14, "0"),
     (float("nan"), GAP), (None, GAP), (pd.NA, GAP), ("", GAP), (np.int64(65536), f"65{THIN}536"), (math.inf, "∞"),
-    (True, "yes"), (np.bool_(False), "no"), ([1, 2.5], "1, 2.5"), ([], GAP), ({"rtt": 0.5}, "rtt 0.5"), ("bbr", "bbr"),
+    (True, "yes"), (np.bool_(False), "no"), ([1, 2.5], "1, 2.5"), ([], GAP), (np.array([0.0, 1.0, 10.0]), "0, 1, 10"), ({"rtt": 0.5}, "rtt 0.5"), ("bbr", "bbr"),
 ])
 def test_a_cell_is_written_as_the_prose_writes_numbers(value, text):
     assert cell_text(value) == text

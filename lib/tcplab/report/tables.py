@@ -82,6 +82,8 @@ def cell_text(value: Any, t: Messages | None = None) -> str:
         return _grouped(str(int(value)))
     if isinstance(value, Real):
         return _number(float(value))
+    if isinstance(value, np.ndarray):  # a column's unique values, say
+        return cell_text(value.tolist(), t)
     if isinstance(value, (list, tuple, set)):
         return ", ".join(cell_text(v, t) for v in value) or GAP
     if isinstance(value, dict):

@@ -26,7 +26,7 @@ def format_value(value: Any, unit: str = "", t: Messages | None = None) -> str:
     if value is None:
         return GAP
     if isinstance(value, bool):
-        text = (t or Messages("en"))("value.true" if value else "value.false")
+        text = (t or Messages("en"))("value.yes" if value else "value.no")
     else:
         text = cell_text(value, t)  # a word ("off", "none") in the words of t, as the unit
     if t is not None:
