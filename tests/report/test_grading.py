@@ -389,7 +389,8 @@ def test_a_worksheet_is_shown_as_boxes_to_write_in():
 
 
 #: What makes a worksheet line tell its answer: a range, a bound or a verdict in the question.
-_GIVES_AWAY = re.compile(r"\bbetween\b|\d\s*[–-]\s*\d|[≤≥<>]|\bat (?:least|most)\b|\b(?:slows|speeds up)\b")
+#: A range, a bound, a verdict, or the model it is compared with ("… vs 65535 B / RTT").
+_GIVES_AWAY = re.compile(r"\bbetween\b|\d\s*[–-]\s*\d|[≤≥<>]|\bat (?:least|most)\b|\b(?:slows|speeds up)\b|\bvs\b")
 
 
 def test_no_worksheet_line_states_what_it_asks():
