@@ -38,12 +38,13 @@ APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark tcptrace iputils-ping p
                 libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
                 poppler-utils libjs-katex user-mode-linux kmod
 
-.PHONY: setup system-packages test test-host test-uml report merge render replay-data bench stress jupyter doctor cleanup clean help
+.PHONY: setup system-packages test test-host test-uml report merge render release replay-data bench stress jupyter doctor cleanup clean help
 
 help:
 	@echo "make report   run every case and render reports/ (HTML, PDF, handout); LANG=zh: in Chinese"
 	@echo "make test     run the test suite on the host kernel and in a UML kernel (real namespaces; needs root)"
 	@echo "make report SHARD=2/4 REPORTS_DIR=dir; make merge SHARDS='dir1 dir2 …'   the course across machines"
+	@echo "make release  the notebooks students run, in release/: no answers, no outputs (CASES=, LANG=zh)"
 	@echo "make bench    fidelity, capture overhead, pcap engine and report timings"
 	@echo "make replay-data  rerun every case live and ship its runs in data/replay/ (maintainers)"
 	@echo "make jupyter  JupyterLab on the notebooks with the project's kernel"
@@ -90,6 +91,10 @@ merge: setup
 
 render: setup
 	$(TCPLAB) report --cases $(CASES) --edition $(EDITION) $(if $(REPORT_LANG),--language $(REPORT_LANG)) --reports-dir $(REPORTS_DIR) --render-only
+
+# The case notebooks students run in JupyterLab (no worked answers, no outputs), in release/.
+release: setup
+	$(TCPLAB) release $(CASES) $(if $(REPORT_LANG),--language $(REPORT_LANG)) -o release
 
 # Maintainers: refresh the recorded runs that replay mode ships (data/replay/).
 replay-data: setup

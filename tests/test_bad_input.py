@@ -1,5 +1,5 @@
 """The bad-input matrix: every way in (``tcplab run --set``, ``tcplab lab``, ``tcplab report``,
-``make report``, ``tcplab diagnose``, ``tcplab grade``, a notebook's parameters through papermill ``-p``) refuses
+``make report``, ``tcplab diagnose``, ``tcplab grade``, ``tcplab release``, a notebook's parameters through papermill ``-p``) refuses
 a bad value with the parameter's name and what it accepts, exits with the bad-input code,
 and touches nothing: no run record, no report directory, and (the autouse fixture of
 conftest.py) no namespace, qdisc, iptables rule, sysctl or process. The README's table of
@@ -97,6 +97,9 @@ MATRIX = [
     ("diagnose", ["{capture}", "--t-range", "soon"], "--t-range", "A:B in seconds"),
     ("grade", ["{code_worksheet}"], "NOTEBOOK", "one code cell tagged \"worksheet\" holding only predictions"),
     ("grade", ["{worksheet}", "--scores", "/nonexistent/summary.json"], "--scores", "the summary.json that tcplab"),
+    ("release", ["99"], "CASES", "numbers/names of"),
+    ("release", ["01", "--language", "xx"], "--language", "one of en"),
+    ("release", ["01", "-o", "{a_file}"], "--output", "a folder for the students' notebooks"),
     ("papermill", ["00-path-check", "rtt", "-5ms"], "rtt", "from 0 ms to 20 s"),
     ("papermill", ["00-path-check", "profile", "huge"], "profile", "one of quick, full"),
     ("papermill", ["03-bdp-sweep", "mode", "sometimes"], "mode", "one of auto, live, replay"),
@@ -123,6 +126,11 @@ def _command(surface: str, args: list[str], tmp: Path) -> list[str]:
                 "code_worksheet": _a_worksheet(tmp, "sly", 'os.system("id")')}
         # -o: into the folder the test checks was never made.
         return [TCPLAB, surface, *(a.format(**fill) for a in args), "-o", reports]
+    if surface == "release":
+        if "-o" in args:  # a file where the folder should be
+            (tmp / "notes.txt").write_text("")
+            return [TCPLAB, surface, *(a.format(a_file=tmp / "notes.txt") for a in args)]
+        return [TCPLAB, surface, *args, "-o", reports]
     if surface == "run":
         args = [a.format(replay=ROOT / "data" / "replay") for a in args]
     return [TCPLAB, surface, *args]
@@ -192,5 +200,5 @@ def test_a_command_speaking_chinese_refuses_in_chinese(tmp_path, surface, args, 
 
 def test_the_matrix_covers_every_surface_and_enough_inputs():
     surfaces = {m[0] for m in MATRIX}
-    assert surfaces == {"run", "lab", "report", "make", "diagnose", "grade", "papermill"} and len(MATRIX) >= 25
+    assert surfaces == {"run", "lab", "report", "make", "diagnose", "grade", "release", "papermill"} and len(MATRIX) >= 25
     assert len({json.dumps(m[:2]) for m in MATRIX}) == len(MATRIX)  # no input twice
