@@ -96,10 +96,10 @@ def test_scores_are_found_in_a_notebooks_outputs():
 def test_scores_say_what_the_machine_did_to_their_runs():
     calm = dataclasses.replace(_scores(), runs_read=4)
     bundle = scores_output(calm)
-    assert "all 4 runs" in bundle["text/plain"] and "all 4 runs" in bundle["text/html"]
+    assert "(4 in all" in bundle["text/plain"] and "(4 in all" in bundle["text/html"]
     busy = dataclasses.replace(_scores(), runs_read=4, disturbed=("cubic#2: delay line queue1: 1 % of packets …",))
     bundle = scores_output(busy)
-    assert "disturbed 1 of the 4 runs" in bundle["text/plain"] and "cubic#2: delay line" in bundle["text/html"]
+    assert "disturbed 1 of the runs behind these numbers (4 in all" in bundle["text/plain"] and "cubic#2: delay line" in bundle["text/html"]
     assert "none scored" in bundle["text/html"] and "checks passed" not in bundle["text/html"]
     assert Scores.from_json(json.loads(json.dumps(busy.to_json()))) == busy
     # Without health readings (replay of runs recorded before they kept one) nothing is said.

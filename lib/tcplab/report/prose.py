@@ -52,10 +52,20 @@ class Quantity:
             raise TypeError(f"a quantity is a number, got {value!r}")
 
     def __str__(self) -> str:
-        return GAP if self.value is None else _WRITERS[self.kind](self.value)
+        return self.text()
 
-    def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "kind": self.kind, "text": str(self)}
+    def text(self, language: str | None = None) -> str:
+        """The value as a page in ``language`` writes it: a ratio's sign is the language's own
+        (``prose.times_sign``: "1.5 ×" in English, "1.5 倍" in Chinese); every other kind is
+        written alike in every language."""
+        if self.value is None:
+            return GAP
+        if self.kind == "times":
+            return f"{cell_text(round(self.value, 2))} {Messages(language)('prose.times_sign')}"
+        return _WRITERS[self.kind](self.value)
+
+    def to_json(self, language: str | None = None) -> dict[str, Any]:
+        return {"value": self.value, "kind": self.kind, "text": self.text(language)}
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ class Quantities:
     items: tuple[Quantity, ...]
 
     def text(self, language: str | None = None) -> str:
-        return Messages(language)("prose.list_separator").join(str(q) for q in self.items)
+        return Messages(language)("prose.list_separator").join(q.text(language) for q in self.items)
 
     def to_json(self, language: str | None = None) -> dict[str, Any]:
         kinds = {q.kind for q in self.items}
@@ -88,7 +98,7 @@ _WRITERS = {
     "byte_rate": format_byte_rate,           # bytes/s, decimal (MB/s = 10⁶ B/s)
     "count": cell_text,                      # a plain number: segments, packets, probes
     "percent": lambda v: f"{cell_text(round(100 * v, 1))} %",  # from a fraction
-    "times": lambda v: f"{cell_text(round(v, 2))} ×",         # a ratio
+    "times": lambda v: f"{cell_text(round(v, 2))} ×",         # a ratio (Quantity.text: the language's sign)
     "change": lambda v: f"{'+' if v > 0 else ''}{cell_text(round(100 * v, 1))} %",  # a signed fraction: +6.1 %
 }
 
@@ -138,7 +148,7 @@ def sentence(case_id: str, name: str, values: Mapping[str, Any], *, language: st
     t = Messages(language)
     if not t.has(key):
         raise KeyError(f"no sentence {key!r} in the strings")
-    fields = {k: v.to_json() if isinstance(v, Quantity) else v.to_json(t.language) if isinstance(v, Quantities)
+    fields = {k: v.to_json(t.language) if isinstance(v, (Quantity, Quantities))
               else {"value": None, "kind": "word", "text": str(v)} for k, v in values.items()}
     text = t(key, **{k: f["text"] for k, f in fields.items()})
     return text, {"key": key, "fields": fields, "text": text}
