@@ -60,9 +60,8 @@ class Quantity:
         written alike in every language."""
         if self.value is None:
             return GAP
-        if self.kind == "times":
-            return f"{cell_text(round(self.value, 2))} {Messages(language)('prose.times_sign')}"
-        return _WRITERS[self.kind](self.value)
+        text = _WRITERS[self.kind](self.value)
+        return f"{text} {Messages(language)('prose.times_sign')}" if self.kind == "times" else text
 
     def to_json(self, language: str | None = None) -> dict[str, Any]:
         return {"value": self.value, "kind": self.kind, "text": self.text(language)}
@@ -98,7 +97,7 @@ _WRITERS = {
     "byte_rate": format_byte_rate,           # bytes/s, decimal (MB/s = 10⁶ B/s)
     "count": cell_text,                      # a plain number: segments, packets, probes
     "percent": lambda v: f"{cell_text(round(100 * v, 1))} %",  # from a fraction
-    "times": lambda v: f"{cell_text(round(v, 2))} ×",         # a ratio (Quantity.text: the language's sign)
+    "times": lambda v: cell_text(round(v, 2)),               # a ratio; Quantity.text adds the language's sign
     "change": lambda v: f"{'+' if v > 0 else ''}{cell_text(round(100 * v, 1))} %",  # a signed fraction: +6.1 %
 }
 

@@ -21,12 +21,14 @@ import nbformat
 from ..course import NOTEBOOKS
 from ..i18n import FALLBACK_LANGUAGE, LANGUAGE_METADATA, translate_notebook
 from ..units import ParameterError
+from .editions import EDITION_TAGS
 
 __all__ = ["RELEASE_REMOVED", "student_notebook", "release"]
 
-#: Cells a released notebook leaves out, their code included: a released notebook must still
-#: run without them (tests/report/test_release.py runs every case so).
-RELEASE_REMOVED = frozenset({"answer", "instructor"})
+#: Cells a released notebook leaves out, their code included: those the student edition leaves
+#: out, less the set-up cells a page hides but a run needs. A released notebook must still run
+#: without them (tests/report/test_release.py runs every case so).
+RELEASE_REMOVED = EDITION_TAGS["student"][0] - EDITION_TAGS["instructor"][0]
 
 
 def _speaks(language: str) -> nbformat.NotebookNode:
