@@ -31,7 +31,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -40,7 +39,7 @@ from .course import NOTEBOOKS, available_cases
 from .files import write_atomically
 from .units import ParameterError
 from .params import check_language
-from .words import FALLBACK_LANGUAGE, STRINGS_DIR, languages
+from .words import FALLBACK_LANGUAGE, STRINGS_DIR, languages, template_fields
 
 __all__ = ["SCHEMA", "I18N_DIR", "source_sha256", "translations_dir", "translation_path", "Translation",
            "read_translation", "write_translation", "translate_notebook", "translated_title", "stub",
@@ -270,13 +269,6 @@ def accept_strings(language: str, keys: Iterable[str] = (), strings_dir: str | P
     return chosen
 
 
-def _fields(template: str) -> set[str]:
-    try:
-        return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
-    except ValueError:
-        return {"<unbalanced braces>"}
-
-
 # --- checking -----------------------------------------------------------------------------------------
 
 
@@ -381,7 +373,7 @@ def check_strings(language: str, strings_dir: str | Path | None = None) -> Strin
             result.stale.append(key)
         else:
             result.translated += 1
-        if _fields(own[key]) != _fields(text):
+        if template_fields(own[key]) != template_fields(text):
             result.placeholders.append(key)
     result.extra = [k for k in own if k not in english]
     return result

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import string
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -21,7 +22,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
-__all__ = ["Messages", "messages", "default_language", "speaking", "languages", "STRINGS_DIR", "SaidWhereItArose", "SaidByReason"]
+__all__ = ["Messages", "messages", "default_language", "speaking", "languages", "template_fields", "STRINGS_DIR",
+           "SaidWhereItArose", "SaidByReason"]
 
 STRINGS_DIR = Path(__file__).parent / "strings"
 FALLBACK_LANGUAGE = "en"
@@ -85,6 +87,29 @@ def _patterns(namespace: str) -> tuple[tuple[re.Pattern[str], str, tuple[str, ..
     return tuple((pattern, key, fields) for *_, pattern, key, fields in found)
 
 
+#: A word that agrees with a number in the same template: ``{probes} {probes|time|times}`` writes
+#: "1 time" or "3 times". The choice follows the number as the page writes it (English's rule:
+#: "1" alone is singular, "1.5" and "0" are not); a language without plurals (zh) writes its word
+#: once and needs no choice.
+_PLURAL = re.compile(r"\{(\w+)\|([^{}|]*)\|([^{}|]*)\}")
+
+
+def _agree(template: str, fields: dict[str, Any]) -> str:
+    def choose(match: re.Match[str]) -> str:
+        name, one, other = match.groups()
+        return one if str(fields.get(name, "")).strip() == "1" else other
+    return _PLURAL.sub(choose, template)
+
+
+def template_fields(template: str) -> set[str]:
+    """The names a template fills in, a plural choice's among them (by its number's name)."""
+    plain = _PLURAL.sub(lambda m: "{%s}" % m.group(1), template)
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(plain) if name is not None}
+    except ValueError:
+        return {"<unbalanced braces>"}
+
+
 class Messages:
     """Looks up and fills in user-facing strings of one language."""
 
@@ -98,7 +123,7 @@ class Messages:
         if template is None:
             # A visible key beats a crash in the middle of a report; tests catch it.
             return key
-        return template.format(**fields) if fields else template
+        return _agree(template, fields).format(**fields) if fields else template
 
     def has(self, key: str) -> bool:
         return key in self._own or key in self._fallback

@@ -159,7 +159,7 @@ def test_all_flows_each_diagnosed_largest_first(tmp_path):
     assert text.returncode == 0
     rows = [line for line in text.stdout.splitlines() if "10.0.0.1:4000" in line]
     assert len(rows) == 3 and rows[0].endswith("receiver-window-limited")
-    assert "3 flow(s): 1 receiver-window-limited, 1 sender-buffer-limited, 1 zero-window" in text.stdout
+    assert "3 flows: 1 receiver-window-limited, 1 sender-buffer-limited, 1 zero-window" in text.stdout
 
 
 def test_all_flows_undetermined_exits_1_and_bad_combinations_exit_2(sndbuf_pcap, tmp_path):
@@ -169,7 +169,7 @@ def test_all_flows_undetermined_exits_1_and_bad_combinations_exit_2(sndbuf_pcap,
     ambiguous = tmp_path / "ambiguous.pcap"
     write_pcap(ambiguous, tr.frames, linktype=101)
     out = tcplab(ambiguous, "--all")
-    assert out.returncode == 1 and "1 flow(s): 1 undetermined" in out.stdout
+    assert out.returncode == 1 and "1 flow: 1 undetermined" in out.stdout
 
     handshake_only = tmp_path / "idle.pcap"
     write_pcap(handshake_only, Transfer().frames, linktype=101)
@@ -227,7 +227,7 @@ def test_a_folder_of_captures_is_one_table_and_a_bad_file_does_not_stop_it(tmp_p
 
     out = tcplab(folder, "-o", tmp_path / "verdicts.csv")
     assert out.returncode == 0, out.stderr
-    assert "3 capture(s), 2 flow(s)" in out.stdout and re.search(r"notes\.pcap +not diagnosed: PcapError", out.stdout)
+    assert "3 captures, 2 flows" in out.stdout and re.search(r"notes\.pcap +not diagnosed: PcapError", out.stdout)
     table = pd.read_csv(tmp_path / "verdicts.csv")
     assert list(table["capture"]) == ["day2/rcvbuf.pcap", "notes.pcap", "sndbuf.pcap"]
     for name, source in sources.items():

@@ -112,7 +112,7 @@ def test_every_flow_is_diagnosed_without_a_traceback(name, tmp_path):
     every = subprocess.run([TCPLAB, "diagnose", str(CAPTURES / name), "--all"], capture_output=True, text=True,
                            timeout=600)
     assert every.returncode in (0, 1), every.stderr
-    assert "Traceback" not in every.stderr and "flow(s):" in every.stdout
+    assert "Traceback" not in every.stderr and re.search(r"^\d+ flows?: ", every.stdout, re.M)
     report = tmp_path / "report.html"
     one = subprocess.run([TCPLAB, "diagnose", str(CAPTURES / name), "-o", str(report)], capture_output=True,
                          text=True, timeout=600)

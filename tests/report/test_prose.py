@@ -18,7 +18,7 @@ import pytest
 
 from tcplab import course
 from tcplab.report import prose
-from tcplab.words import Messages, _load
+from tcplab.words import Messages, _load, template_fields
 
 
 @pytest.mark.parametrize("case", course.available_cases())
@@ -55,7 +55,7 @@ def test_every_sentence_a_notebook_says_exists_with_the_fields_it_fills():
                 assert t.has(key), key
                 given = set(re.findall(r"\b(\w+)=prose\.|\b(\w+)=(?!prose)", call.group(2)))
                 given = {a or b for a, b in given}
-                wanted = set(re.findall(r"\{(\w+)\}", t(key)))
+                wanted = template_fields(t(key))
                 assert wanted <= given, (key, wanted - given)
     assert calls >= 10
 

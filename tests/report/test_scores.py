@@ -118,4 +118,4 @@ def test_a_disturbed_case_is_neither_passed_nor_failed():
     assert " fail" not in text and " pass" not in text
     html = render_handout([CaseSection("c1", "Case one", "busy", scores=[busy])], context=ReportContext())
     assert "machine too busy: result not trusted" in html and "result-untrusted" in html
-    assert "too busy for 1 of 1 cases" in html and "did not pass" not in html and "2 checks measured, none scored" in html
+    assert "too busy for 1 of 1 case:" in html and "did not pass" not in html and "2 checks measured, none scored" in html

@@ -9,7 +9,7 @@ from tcplab.report.editions import EDITIONS
 from tcplab.report.handout import STATUSES
 from tcplab.report.templating import TEMPLATES_DIR, counter_content, css_string, format_value
 from tcplab.units import ParameterError
-from tcplab.words import STRINGS_DIR, Messages, speaking
+from tcplab.words import STRINGS_DIR, Messages, speaking, template_fields
 
 
 def test_missing_translation_falls_back_to_english():
@@ -40,6 +40,23 @@ def test_a_check_name_built_from_parameters_is_translated_with_its_values():
     # English gives the name back as it was built; a name no key knows stays itself.
     assert en.check_name("Nagle stall at 35ms") == "Nagle stall at 35ms"
     assert zh.check_name("a check nobody keyed") == "a check nobody keyed"
+
+
+def test_a_word_agrees_with_the_number_the_page_writes():
+    en, zh = Messages("en"), Messages("zh")
+    said = lambda count: en("evidence.application-limited", n_gaps=count, idle="1 s", share="5 %")
+    assert said("1").startswith("the sender sat idle with nothing in flight 1 time, for 1 s")
+    assert "in flight 3 times," in said("3") and "in flight 1.5 times," in said("1.5")
+    assert "in flight 0 times," in said("0")  # English: only a lone 1 is singular
+    assert en("diagnosis.line.captures", captures="1", flows="2", counts="x") == "1 capture, 2 flows: x"
+    # A language without plurals writes its word once; a choice names its number, which the
+    # translation must still fill in.
+    assert "{" not in zh("diagnosis.line.captures", captures="1", flows="2", counts="x")
+    assert template_fields("{n} {n|flow|flows}: {counts}") == {"n", "counts"}
+    english = json.loads((STRINGS_DIR / "en.json").read_text(encoding="utf-8"))
+    lone = [k for k, v in english.items() if not k.startswith(("error.", "pcap_error."))
+            and re.search(r"\{\w+\} (?:times|round trips|segments|probes)\b|\w\(s\)", v)]
+    assert not lone, lone  # a count's noun that cannot agree with it
 
 
 def test_a_column_header_keeps_the_kernel_names_in_it():

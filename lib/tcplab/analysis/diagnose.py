@@ -541,8 +541,8 @@ class _Reasoner:
             out += self._say("cwnd-loss", resent=_resends(m))
         if math.isfinite(tel.get("cwnd_median", math.nan)):
             ssthresh = tel.get("ssthresh_median", math.nan)
-            out += self._say("telemetry-cwnd-ssthresh", cwnd=f"{tel['cwnd_median']:.0f}",
-                             ssthresh=f"{ssthresh:.0f}" if math.isfinite(ssthresh) else "-")
+            out += self._say("telemetry-cwnd-ssthresh", cwnd=_segments(tel["cwnd_median"]),
+                             ssthresh=_segments(ssthresh))
         return out
 
     def _nagle_delayed_ack(self, share: float) -> list[str]:
@@ -565,7 +565,7 @@ class _Reasoner:
             if math.isfinite(tel.get(share, math.nan)):
                 out += self._say(key, share=_pct(tel[share]))
         if math.isfinite(tel.get("cwnd_median", math.nan)):
-            out += self._say("telemetry-cwnd", cwnd=f"{tel['cwnd_median']:.0f}")
+            out += self._say("telemetry-cwnd", cwnd=_segments(tel["cwnd_median"]))
         return out
 
     # --- words ------------------------------------------------------------------------------------
@@ -580,7 +580,7 @@ class _Reasoner:
             limits[name] = limits.get(name, 0.0) + float(v)
         caveats = self._caveats()
         sentences = sentences + caveats
-        summary = self.words("diagnosis.summary", title=title, evidence="; ".join(sentences))
+        summary = self.words("diagnosis.summary", title=title, evidence=self.words("diagnosis.evidence_separator").join(sentences))
         return Diagnosis(label=label, title=title, explanation=self.words(f"label.{label}.explanation"),
                          limits=sorted(limits.items(), key=lambda kv: -kv[1]), evidence=self.evidence,
                          sentences=sentences, summary=summary, metrics=self.m, caveats=caveats)
@@ -628,6 +628,11 @@ def _lost(m: FlowMetrics) -> bool:
 
 def _pct(x: float) -> str:
     return f"{100 * x:.0f} %" if math.isfinite(x) else "-"
+
+
+def _segments(x: float) -> str:
+    """A median count of segments as ss's samples give it: whole, or halfway between two."""
+    return f"{round(x, 1):g}" if math.isfinite(x) else "-"
 
 
 def _dur(x: float) -> str:
