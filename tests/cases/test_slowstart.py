@@ -71,10 +71,14 @@ def test_growth_time_is_slower_than_slow_start_and_capped_by_the_line():
     assert big == pytest.approx(1e9 * 8 / line, rel=0.1)
 
 
-def test_cached_entry_reads_counts():
-    metrics = [{"address": "10.201.1.2", "ssthresh": "7", "cwnd": "10", "rtt": "40000us"}]
+def test_cached_entry_reads_counts_and_times():
+    metrics = [{"address": "10.201.1.2", "age": "1.580sec", "ssthresh": "7", "cwnd": "10", "rtt": "44633us",
+                "rttvar": "20ms", "source": "10.201.2.2"}]
     entry = slowstart.cached_entry(metrics, "10.201.1.2")
-    assert entry["ssthresh"] == 7 and entry["cwnd"] == 10 and entry["rtt"] == "40000us"
+    assert entry["ssthresh"] == 7 and entry["cwnd"] == 10
+    # ip's own time formats are written as every page writes a duration.
+    assert (entry["age"], entry["rtt"], entry["rttvar"]) == ("1.58 s", "44.6 ms", "20 ms")
+    assert entry["source"] == "10.201.2.2"
     assert slowstart.cached_entry(metrics, "10.9.9.9") == {}
 
 

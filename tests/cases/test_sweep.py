@@ -49,6 +49,10 @@ def test_steady_goodput_skips_the_ramp_and_the_partial_last_bin():
     assert sweep.steady_goodput(m, statistic="median") == pytest.approx(90)  # the typical round trip
     assert sweep.steady_goodput(m, after=0.0, statistic="mean") == pytest.approx((10 + 50 + 3 * 90 + 30) / 6)
     assert math.isnan(sweep.steady_goodput(_metrics([])))
+    # A handshake held up by a lost SYN-ACK (bins without data before the first) is no part of
+    # the transfer: its second half starts from the first data.
+    late_start = _metrics([0] * 30 + [10, 50, 90, 90, 30, 90, 5])
+    assert sweep.steady_goodput(late_start) == pytest.approx(sweep.steady_goodput(m))
     with pytest.raises(ParameterError):
         sweep.steady_goodput(m, after=1.0)
     with pytest.raises(ParameterError):

@@ -21,6 +21,7 @@ import pandas as pd
 from ..analysis import theory
 from ..analysis.table import flow_view
 from ..lab import PathSpec, sysctl, tracefs
+from ..observe.ss import SENDING_STATES
 from ..words import Messages
 from .trial import Trial
 
@@ -92,7 +93,9 @@ def _receiver_dir(trial: Trial) -> int:
 
 def sendbuf_row(trial: Trial) -> dict[str, Any]:
     """One line of case 01's table: what the sender asked, got, queued and put in flight."""
-    ss = trial.socket_samples(trial.sender)
+    # Every sample while the sender still sends: an autotuned sender has often written all and
+    # closed long before its data is out, and its window grows on after ESTAB.
+    ss = trial.socket_samples(trial.sender, states=SENDING_STATES)
     sock = trial.socket(trial.sender)
     m = trial.metrics
     mss = ss["mss"].median() if len(ss) else float("nan")

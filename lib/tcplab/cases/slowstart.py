@@ -7,6 +7,7 @@ started with (initcwnd on a new connection, the restart window after idle).
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -15,6 +16,7 @@ import pandas as pd
 
 from ..analysis.table import flow_view
 from ..lab import netns
+from ..units import format_duration
 from .trial import Trial
 
 __all__ = ["bursts", "first_flights", "data_rounds", "cached_entry", "start_drops", "stop_drops", "settled_tcp_metrics",
@@ -81,15 +83,23 @@ def data_rounds(packets, rtt_s: float, flow: int | None = None) -> int:
     return int(1 + (np.diff(times) > rtt_s / 4).sum()) if times.size else 0
 
 
+#: How ``ip tcp_metrics`` writes a time ("1.580sec", "44633us", "200ms"), and each unit in seconds.
+_IP_TIME = re.compile(r"^(\d+(?:\.\d+)?)(sec|ms|us)$")
+_IP_TIME_UNITS = {"sec": 1.0, "ms": 1e-3, "us": 1e-6}
+
+
 def cached_entry(metrics: list[dict[str, str]], address: str) -> dict[str, Any]:
-    """The ``ip tcp_metrics show`` entry for ``address`` (numbers as int where they are
-    counts), or an empty dict when the kernel keeps nothing for it."""
+    """The ``ip tcp_metrics show`` entry for ``address``: counts as int, times (age, rtt,
+    rttvar, …) written as every page writes a duration ("44.6 ms", not ip's "44633us"); an
+    empty dict when the kernel keeps nothing for it."""
     for entry in metrics:
         if entry.get("address") == address:
             out: dict[str, Any] = dict(entry)
-            for key in ("ssthresh", "cwnd", "reordering"):
-                if key in out:
-                    out[key] = int(out[key])
+            for key, value in entry.items():
+                if key in ("ssthresh", "cwnd", "reordering"):
+                    out[key] = int(value)
+                elif match := _IP_TIME.match(value):
+                    out[key] = format_duration(float(match[1]) * _IP_TIME_UNITS[match[2]])
             return out
     return {}
 

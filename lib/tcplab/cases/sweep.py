@@ -109,8 +109,8 @@ def line_share_without_loss(cc: str) -> float:
 
 def steady_goodput(metrics: Any, *, after: float = 0.5, statistic: str = "mean") -> float:
     """Delivered bit/s once past the ramp, from the capture's per-round-trip delivery rates
-    (the bins of ``metrics.throughput``) after ``after`` of the transfer, the last (partial)
-    bin left out. The mean (default) is the bytes delivered over that time: the rate as
+    (the bins of ``metrics.throughput``) after ``after`` of the transfer (from its first
+    delivered byte), the last (partial) bin left out. The mean (default) is the bytes delivered over that time: the rate as
     physics defines it. The median of the bins ("median") is not: the bins are as wide as
     the flow's median RTT sample, and a window-limited flow delivers its window in bursts one
     true round trip apart, so where the two differ, most bins hold exactly one burst and the
@@ -126,6 +126,11 @@ def steady_goodput(metrics: Any, *, after: float = 0.5, statistic: str = "mean")
     if bins is None or bins.empty:
         return math.nan
     full = bins.iloc[:-1] if len(bins) > 1 else bins
+    # The transfer starts with its first data, not its first packet: on a lossy path a lost
+    # SYN-ACK keeps the handshake silent for a second or more, which is no part of the rate.
+    delivering = full.loc[full["delivered_bps"] > 0]
+    if not delivering.empty:
+        full = full.loc[full["time"] >= delivering["time"].iloc[0]]
     start = float(full["time"].iloc[0])
     span = float(full["time"].iloc[-1]) + metrics.bin_s - start
     late = full.loc[full["time"] >= start + after * span]

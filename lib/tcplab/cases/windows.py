@@ -37,7 +37,8 @@ def _offered(value: Any) -> int | None:
 
 def handshake(trial: Trial, *, rmem_max: int) -> dict[str, Any]:
     """What the SYN and SYN-ACK of the trial's main flow carried, and what the kernels
-    predicted from their buffer limits (None where a side had scaling off).
+    predicted from their buffer limits (None where a side had scaling off, and for the server
+    when the client's SYN offered no scale).
 
     ``tcp_rmem`` is per namespace and comes from the run's sysctl record; ``rmem_max`` is
     host-global, and a namespace does not show it on every kernel (6.1 does not), so the
@@ -51,7 +52,10 @@ def handshake(trial: Trial, *, rmem_max: int) -> dict[str, Any]:
         own = sysctls.get(side, {})
         out[f"{side} offered wscale"] = _offered(row[f"wscale_{side}"])
         predicted = None
-        if own.get("net.ipv4.tcp_window_scaling", "1") != "0" and "net.ipv4.tcp_rmem" in own:
+        # The server may answer with the option only when the client's SYN carried it
+        # (RFC 7323, 2.2): to a client without scaling it offers no shift at all.
+        answers = side == "client" or out["client offered wscale"] is not None
+        if own.get("net.ipv4.tcp_window_scaling", "1") != "0" and "net.ipv4.tcp_rmem" in own and answers:
             predicted = initial_wscale(int(own["net.ipv4.tcp_rmem"].split()[2]), int(rmem_max))
         out[f"{side} predicted wscale"] = predicted
     out["window scaling"] = str(row["window_scaling"])

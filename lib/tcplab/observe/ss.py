@@ -199,6 +199,12 @@ def diag_row(sock: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
+#: The states in which a socket may still send data: an application that wrote its last byte
+#: and closed leaves its socket in FIN-WAIT-1 (or, after its peer closed, LAST-ACK or CLOSING)
+#: while the data it queued is still sent, often most of a bulk transfer's.
+SENDING_STATES = ("ESTAB", "FIN-WAIT-1", "CLOSE-WAIT", "LAST-ACK", "CLOSING")
+
+
 def socket_rows(telemetry: pd.DataFrame, side: str, states: tuple[str, ...] = ("ESTAB",)) -> pd.DataFrame:
     """The samples of ``side``'s ("client" or "server") connected socket, in time order
     (``states`` adds e.g. CLOSE-WAIT, for a socket whose peer already closed)."""
