@@ -42,3 +42,33 @@ def test_instructor_edition_keeps_answers_and_predictions():
 def test_unknown_edition_is_refused():
     with pytest.raises(ValueError, match="edition"):
         apply_edition(_notebook(), "teacher")
+
+
+def test_the_student_edition_drops_what_only_the_instructor_may_see_inside_a_cell():
+    import pandas as pd
+
+    from tcplab.report import scores
+    from tcplab.report.tables import frame_html
+
+    v = nbformat.v4
+    theory = v.new_markdown_cell('The cap is 4 × 1448<span class="tcplab-instructor"> = 5792</span> bytes.')
+    table = v.new_code_cell("table")
+    frame = pd.DataFrame({"variant": ["a"], "measured ms": [45.9], "predicted ms": [44.0]}).set_index("variant")
+    table.outputs = [v.new_output("display_data", data={"text/html": frame_html(frame), "text/plain": "t"})]
+    checks = v.new_code_cell("publish")
+    result = scores.within("stall", 44.0, 45.9, tolerance=0.5, unit="ms")
+    card = scores.Scores(case_id="04-x", title="x", backend="netem", mode="live", checks=(result,))
+    checks.outputs = [v.new_output("display_data", data=scores.scores_output(card, language="en"))]
+    nb = v.new_notebook(cells=[theory, table, checks])
+
+    student = apply_edition(nb, "student")
+    assert student.cells[0].source == "The cap is 4 × 1448 bytes."
+    shown = student.cells[1].outputs[0]["data"]["text/html"]
+    assert "measured ms" in shown and "45.9" in shown and "predicted" not in shown and "44" not in shown
+    card_html = student.cells[2].outputs[0]["data"]["text/html"]
+    assert "Measured" in card_html and "Predicted" not in card_html and "Rule" not in card_html
+    # The instructor's page keeps all of it, and the notebook itself is left as it was.
+    instructor = apply_edition(nb, "instructor")
+    assert "= 5792" in instructor.cells[0].source and "predicted ms" in instructor.cells[1].outputs[0]["data"]["text/html"]
+    assert "Predicted" in instructor.cells[2].outputs[0]["data"]["text/html"]
+    assert "= 5792" in nb.cells[0].source

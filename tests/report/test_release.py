@@ -43,6 +43,10 @@ def test_a_released_notebook_holds_no_answer_and_no_output_and_keeps_its_workshe
         rows = worksheet_rows(sheet.source)
         assert rows and all(value is None for _, value, _ in rows), path.name
         assert nb.metadata["tcplab"]["edition"] == "student"
+        # Theory values the worksheet asks for, marked instructor-only inside their sentence.
+        assert not any("tcplab-instructor" in c.source for c in nb.cells if c.cell_type == "markdown"), path.name
+    nine = nbformat.read(out / "09-tcp-mem.ipynb", as_version=4)
+    assert any("4 × 1448 bytes" in c.source for c in nine.cells) and not any("5792" in c.source for c in nine.cells)
 
 
 @pytest.mark.parametrize("case", available_cases())

@@ -9,18 +9,25 @@ plots answer it), so students still make their own predictions (in the worksheet
 :mod:`.grading`). The tags ``remove-cell`` and ``remove-output`` (the common
 Jupyter Book spelling) apply to both editions, for set-up cells whose output helps no
 reader.
+
+Within a cell, what only the instructor may see carries the class ``tcplab-instructor``
+(:data:`INSTRUCTOR_CLASS`): a span of Markdown (``<span class="tcplab-instructor">= 5792
+bytes</span>``, a theory value the worksheet asks for), a table's prediction columns
+(:func:`tcplab.report.tables.frame_html` marks them), the Predicted and Rule columns of a checks
+table. The student edition drops each such element and keeps the rest of its cell.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 
 import nbformat
 from nbconvert.preprocessors import TagRemovePreprocessor
 
 from ..units import ParameterError
 
-__all__ = ["EDITIONS", "EDITION_TAGS", "apply_edition", "check_edition"]
+__all__ = ["EDITIONS", "EDITION_TAGS", "INSTRUCTOR_CLASS", "apply_edition", "check_edition", "without_instructor_parts"]
 
 EDITIONS = ("student", "instructor")
 
@@ -30,6 +37,32 @@ EDITION_TAGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                 frozenset({"prediction", "exercise", "remove-output"})),
     "instructor": (frozenset({"remove-cell"}), frozenset({"remove-output"})),
 }
+
+
+#: The class of an element inside a cell that only the instructor edition shows.
+INSTRUCTOR_CLASS = "tcplab-instructor"
+
+_INSTRUCTOR_SPAN = re.compile(r'<span class="%s">.*?</span>' % INSTRUCTOR_CLASS, re.DOTALL)
+
+
+def without_instructor_parts(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` (changed in place) without the elements of class :data:`INSTRUCTOR_CLASS`: spans in
+    Markdown, and cells and columns of the HTML tables its code cells showed."""
+    from bs4 import BeautifulSoup
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _INSTRUCTOR_SPAN.sub("", cell.source)
+            continue
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            html = (output.get("data") or {}).get("text/html")
+            if html is None or INSTRUCTOR_CLASS not in html:
+                continue
+            soup = BeautifulSoup(html if isinstance(html, str) else "".join(html), "html.parser")
+            for element in soup.select("." + INSTRUCTOR_CLASS):
+                element.decompose()
+            output["data"]["text/html"] = str(soup)
+    return nb
 
 
 def check_edition(edition: str) -> str:
@@ -45,4 +78,4 @@ def apply_edition(nb: nbformat.NotebookNode, edition: str) -> nbformat.NotebookN
         enabled=True, remove_cell_tags=set(cells), remove_all_outputs_tags=set(outputs),
     )
     filtered, _ = remover.preprocess(copy.deepcopy(nb), {})
-    return filtered
+    return without_instructor_parts(filtered) if edition == "student" else filtered

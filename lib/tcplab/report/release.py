@@ -21,7 +21,7 @@ import nbformat
 from ..course import NOTEBOOKS
 from ..i18n import FALLBACK_LANGUAGE, LANGUAGE_METADATA, translate_notebook
 from ..units import ParameterError
-from .editions import EDITION_TAGS
+from .editions import EDITION_TAGS, without_instructor_parts
 
 __all__ = ["RELEASE_REMOVED", "student_notebook", "release"]
 
@@ -48,6 +48,7 @@ def student_notebook(nb: nbformat.NotebookNode, case_id: str, language: str = FA
     for cell in released.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+    without_instructor_parts(released)
     if language != FALLBACK_LANGUAGE:
         released.cells.insert(0, _speaks(language))
     meta = released.metadata.setdefault("tcplab", {})

@@ -108,14 +108,43 @@ def frame_html(frame: pd.DataFrame | pd.Series) -> str:
         # by its name on the same row as the others.
         shown.index.names = [n if n is not None else "" for n in shown.index.names]
         shown = shown.reset_index()
+    predictions = [i for i, name in enumerate(shown.columns) if _is_prediction(name)]
     shown.columns = shown.columns.map(_header)  # each level of a MultiIndex (an aggregate's) too
     shown = shown.astype(object).map(cell_text)
     classes = ["tcplab-frame"] + (["tcplab-wide"] if shown.shape[1] > WIDE_COLUMNS else [])
     html = shown.to_html(classes=classes, index=False, border=0, escape=True, na_rep=GAP)
+    if predictions and shown.columns.nlevels == 1:
+        html = _mark_columns(html, predictions)
     # A short header stays on one line: Chinese wraps between any two characters, and a narrow
     # column would print "连接" as 连 over 接. Longer ones keep wrapping, or a wide table would
     # run off the page.
     return SHORT_HEADER.sub(r'<th style="white-space:nowrap">\1</th>', html)
+
+
+#: A column of what theory expects ("predicted ms", "measured / predicted", "Mathis MB/s"): the
+#: student edition leaves it out, as it leaves out the prediction tables (:mod:`.editions`).
+PREDICTION_COLUMN = re.compile(r"\bpredict(?:ed|s|ion)\b|\btheory\b|^Mathis\b")
+
+
+def _is_prediction(name: Any) -> bool:
+    parts = name if isinstance(name, tuple) else (name,)
+    return any(isinstance(p, str) and PREDICTION_COLUMN.search(p) for p in parts)
+
+
+def _mark_columns(html: str, columns: list[int]) -> str:
+    """``html`` (one table, one header row) with the given columns' cells of the class the
+    student edition drops."""
+    from bs4 import BeautifulSoup
+
+    from .editions import INSTRUCTOR_CLASS
+
+    soup = BeautifulSoup(html, "html.parser")
+    for row in soup.find_all("tr"):
+        cells = row.find_all(["th", "td"], recursive=False)
+        for i in columns:
+            if i < len(cells):
+                cells[i]["class"] = cells[i].get("class", []) + [INSTRUCTOR_CLASS]
+    return str(soup)
 
 
 def use_house_style() -> None:
