@@ -140,38 +140,38 @@ def within(name: str, predicted: Any, measured: Any, tolerance: float, *, unit: 
 
 def at_least(name: str, measured: Any, minimum: Any, *, unit: str = "",
              predicted: Any = None, language: str | None = None) -> Check:
-    """Passes when ``measured >= minimum``; "predicted" shows ``predicted`` or the bound."""
+    """Passes when ``measured >= minimum``. "Predicted" shows ``predicted``, what theory expects,
+    where the notebook gives it, else nothing: the bound is the rule's, not a prediction."""
     m, low = _number(measured), _number(minimum)
     if low is None:
         raise ValueError(f"minimum must be a finite number, got {minimum!r}")
     t = Messages(language)
     rule = t("rule.at_least", bound=format_value(low, unit, t))
-    return Check(name, minimum if predicted is None else predicted, measured, unit, rule,
-                 m is not None and m >= low)
+    return Check(name, predicted, measured, unit, rule, m is not None and m >= low)
 
 
 def at_most(name: str, measured: Any, maximum: Any, *, unit: str = "",
             predicted: Any = None, language: str | None = None) -> Check:
-    """Passes when ``measured <= maximum``; "predicted" shows ``predicted`` or the bound."""
+    """Passes when ``measured <= maximum``. "Predicted" shows ``predicted`` where the notebook
+    gives it, else nothing (see :func:`at_least`)."""
     m, high = _number(measured), _number(maximum)
     if high is None:
         raise ValueError(f"maximum must be a finite number, got {maximum!r}")
     t = Messages(language)
     rule = t("rule.at_most", bound=format_value(high, unit, t))
-    return Check(name, maximum if predicted is None else predicted, measured, unit, rule,
-                 m is not None and m <= high)
+    return Check(name, predicted, measured, unit, rule, m is not None and m <= high)
 
 
 def between(name: str, measured: Any, low: Any, high: Any, *, unit: str = "",
             language: str | None = None) -> Check:
-    """Passes when ``low <= measured <= high``; "predicted" shows the range ("0.6 to 0.8")."""
+    """Passes when ``low <= measured <= high``; the range is the rule's ("between 0.6 and 0.8"),
+    "Predicted" shows nothing."""
     m, lo, hi = _number(measured), _number(low), _number(high)
     if lo is None or hi is None:
         raise ValueError(f"a range needs two finite numbers, got {low!r} and {high!r}")
     t = Messages(language)
-    rule = t("rule.between", low=f"{lo:g}", high=f"{hi:g}")
-    return Check(name, t("value.range", low=f"{lo:g}", high=f"{hi:g}"), measured, unit, rule,
-                 m is not None and lo <= m <= hi)
+    rule = t("rule.between", low=format_value(lo, unit, t), high=format_value(hi, unit, t))
+    return Check(name, None, measured, unit, rule, m is not None and lo <= m <= hi)
 
 
 def equals(name: str, predicted: Any, measured: Any, *, unit: str = "",
