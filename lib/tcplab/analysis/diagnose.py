@@ -627,7 +627,14 @@ def _lost(m: FlowMetrics) -> bool:
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.0f} %" if math.isfinite(x) else "-"
+    """A share as the page writes it: whole percent from 10 %, one decimal below, and a share
+    too small for that (3 resent segments of thousands) not written as a bare "0 %"."""
+    if not math.isfinite(x):
+        return "-"
+    percent = 100 * x
+    if 0 < percent < 0.05:
+        return "< 0.1 %"
+    return f"{percent:.0f} %" if percent >= 10 or percent == 0 else f"{round(percent, 1):g} %"
 
 
 def _segments(x: float) -> str:
