@@ -234,7 +234,9 @@ def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, di
 
     t, seq, end = data["rel_time"], data["seq"], data["seq"] + data["len"]
     if len(data):
-        ax.vlines(t, seq, end, colors=PALETTE["data"], linewidth=1.2, label=word("plot.data"), gid="data")
+        # On top of the ACK and window lines and the marks: the data is what the graph is read
+        # for, and a window-limited sender's segments sit right on its window edge.
+        ax.vlines(t, seq, end, colors=PALETTE["data"], linewidth=1.2, label=word("plot.data"), gid="data", zorder=4)
     if len(acks):
         ax.step(acks["rel_time"], acks["ack"], where="post", color=PALETTE["ack"], linewidth=1,
                 label=word("plot.ack"), gid="ack")
