@@ -25,6 +25,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..course import case_number
 from .context import ReportContext
 from .editions import apply_edition
 from .offline import MathAssets, has_math, katex_assets, scrub_remote
@@ -185,7 +186,7 @@ def case_page(cells: RenderedCells, *, context: ReportContext, case_id: str, tit
     assets = page_assets([cells.html], [cells.css], katex_dir=katex_dir)
     return render(
         "case.html.j2", messages=t, context=context, case_id=case_id,
-        anchor=section_anchor(case_id), title=title,
+        anchor=section_anchor(case_id), title=title, number=case_number(case_id),
         cells=cells.html, error=error, traceback=traceback, assets=assets,
         language=t.language, environment_line=context.environment_line(t),
     )
