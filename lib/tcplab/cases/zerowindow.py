@@ -206,7 +206,7 @@ def collapse_row(trial: Trial) -> dict[str, object]:
     pruned, collapsed = (counted.get(k, 0) for k in COLLAPSE_COUNTERS[:2])
     return {
         "variant": trial.label,
-        "largest rb B": float(q["rb"].max()) if len(q) else None,
+        "largest rb during the pause, B": float(q["rb"].max()) if len(q) else None,
         "memory per payload byte": float((ahead["r"] / ahead["recv_q"]).iloc[-1]) if len(ahead) else None,
         **{name.removeprefix("TcpExt"): counted.get(name, 0) for name in COLLAPSE_COUNTERS},
         "collapsed per prune": collapsed / pruned if pruned else None,
