@@ -52,6 +52,8 @@ def test_window_cuts_find_each_lowering_of_ssthresh():
     assert cuts["ratio"].iloc[0] == pytest.approx(0.7)
     assert cuts["ratio"].iloc[1] == pytest.approx(0.7)
     assert cuts["cwnd_min_after"].iloc[1] == 1
+    # The first cut's window is followed up to the second cut, not into its reduction.
+    assert cuts["cwnd_min_after"].iloc[0] == 70
 
 
 def test_expected_goodput_and_sizes_follow_the_loss():

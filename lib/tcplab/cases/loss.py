@@ -111,7 +111,8 @@ def sender_probe(trial: Trial) -> pd.DataFrame:
 
 def window_cuts(probe: pd.DataFrame) -> pd.DataFrame:
     """Every lowering of ssthresh (a loss event): the cwnd just before it, the new ssthresh,
-    their ratio (cubic: 0.7), and the smallest cwnd in the following 0.5 s."""
+    their ratio (cubic: 0.7), and the smallest cwnd after it, until the next cut or for 0.5 s,
+    whichever comes first (the next cut's own reduction is its row's, not this one's)."""
     if probe.empty:
         return pd.DataFrame(columns=["time", "cwnd_before", "ssthresh_after", "ratio", "cwnd_min_after"])
     ss = probe["ssthresh"].to_numpy()
@@ -120,10 +121,12 @@ def window_cuts(probe: pd.DataFrame) -> pd.DataFrame:
     cut = ~np.isnan(ss) & (ss < prev)
     rows = []
     times, cwnd = probe["time"].to_numpy(), probe["cwnd"].to_numpy()
-    for i in np.flatnonzero(cut):
+    cuts = np.flatnonzero(cut)
+    for k, i in enumerate(cuts):
         if i == 0:
             continue
-        after = cwnd[(times >= times[i]) & (times <= times[i] + 0.5)]
+        until = min(times[i] + 0.5, times[cuts[k + 1]]) if k + 1 < len(cuts) else times[i] + 0.5
+        after = cwnd[(times >= times[i]) & ((times < until) | (times == times[i]))]
         rows.append({"time": times[i], "cwnd_before": cwnd[i - 1], "ssthresh_after": ss[i],
                      "ratio": ss[i] / cwnd[i - 1], "cwnd_min_after": float(after.min())})
     return pd.DataFrame(rows, columns=["time", "cwnd_before", "ssthresh_after", "ratio", "cwnd_min_after"])
