@@ -520,10 +520,15 @@ class _Reasoner:
 
     def _cwnd_limited(self, share: float) -> list[str]:
         m = self.m
-        predicted = self._predicted(m.inflight_plateau_bytes)
-        self.evidence.update(inflight_plateau_bytes=m.inflight_plateau_bytes, rwnd_bytes=m.rwnd_median_bytes,
-                             predicted_bps=predicted, goodput_bps=m.goodput_bps, rtt_s=self.rtt,
+        self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, goodput_bps=m.goodput_bps, rtt_s=self.rtt,
                              cwnd_evidence=self._cwnd_reason)
+        growth = self.inflight_growth
+        if math.isfinite(growth) and growth >= INFLIGHT_GROWTH:
+            # A window still opening has no plateau to predict a rate from: "mostly near" one
+            # value, and window / RTT of it, would contradict the growth said beside them.
+            return self._say("cwnd-limited-growing", **self._common()) + self._cwnd_sentences()
+        predicted = self._predicted(m.inflight_plateau_bytes)
+        self.evidence.update(inflight_plateau_bytes=m.inflight_plateau_bytes, predicted_bps=predicted)
         return self._say("cwnd-limited", predicted=_rate_bytes(predicted), **self._common()) + self._cwnd_sentences()
 
     def _cwnd_sentences(self) -> list[str]:
