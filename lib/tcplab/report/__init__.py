@@ -360,7 +360,9 @@ class _Rendering:
             # Two passes: the contents get the page each case began on in the first print.
             # Adding the numbers does not move a page: they sit on the contents' own lines.
             t = context.messages()
-            pages = first_pages(result.handout["pdf"], {s.anchor: s.header(t, i) for i, s in enumerate(sections, 1)})
+            headers = {s.anchor: s.header(t, i) for i, s in enumerate(sections, 1)}
+            headers.update(cheatsheet=t("cheatsheet.title"), references=t("references.title"))
+            pages = first_pages(result.handout["pdf"], headers)
             if pages:
                 write_handout(sections, html_path, context=context, katex_dir=self.katex_dir, references=references,
                               pages=pages)
