@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tcplab.lab import netns as lab_netns
+
 
 pytestmark = pytest.mark.kernel
 TRAFFIC = Path(__file__).with_name("live_traffic.py")
@@ -28,7 +30,9 @@ def netns(root):
     if shutil.which("tcpdump") is None:
         pytest.skip("tcpdump is not installed")
     name = f"tcplab-h1-{os.getpid()}"
-    _run(["ip", "netns", "add", name], check=True)
+    # Created as the lab creates its own, with its owner recorded: a test run beside this one
+    # (a developer's, CI's) then knows the namespace is not its leftover.
+    lab_netns.create(name)
     try:
         _run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
         # Ethernet-sized segments instead of 64 KB loopback super-packets.
@@ -43,7 +47,7 @@ def netns(root):
                 os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        _run(["ip", "netns", "del", name])
+        lab_netns.remove(name)
 
 
 def capture(ns: str, path: Path, scenario: str, address: str, *, iface: str = "lo", extra=(),
