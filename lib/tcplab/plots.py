@@ -24,7 +24,7 @@ from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullForm
 
 from .analysis.metrics import goodput_series
 from .analysis.table import expert_column, flow_view
-from .units import ParameterError
+from .units import ParameterError, format_duration
 from .words import Messages, messages
 
 #: Colours by role, the same in every figure: what was configured or predicted is grey.
@@ -86,12 +86,16 @@ def rtt_samples(samples_s: Iterable[float], configured_s: float, *, title: str |
 # ---------------------------------------------------------------- words
 
 
-def _title(word: Messages, key: str, packets, flow: int) -> str:
-    """A flow plot's title: the flow's number where the capture holds more than one, and the
-    variant it shows when the table is named (a trial's)."""
+def _title(word: Messages, key: str, packets, flow: int, t_range: tuple[float, float] | None = None) -> str:
+    """A flow plot's title: the flow's number where the capture holds more than one, the span
+    of time it zooms on where it shows part of the flow, and the variant it shows when the table
+    is named (a trial's)."""
     title = word(key)
     if getattr(packets, "packets", packets)["flow"].nunique() > 1:
         title = word("plot.title.of_flow", title=title, flow=flow)
+    if t_range is not None:
+        title = word("plot.title.of_range", title=title, start=format_duration(t_range[0]),
+                     end=format_duration(t_range[1]))
     name = getattr(packets, "name", "")
     return word("plot.title.of_variant", variant=name, title=title) if name else title
 
@@ -262,7 +266,7 @@ def time_sequence(packets, flow: int | None = None, *, t_range=None, ax=None, di
     tops = pd.concat([end, acks["ack"]]) if len(acks) else end
     _bytes_axis(ax, float(tops.max()) if len(tops) else 0.0, "plot.sequence", word)
     ax.set_xlabel(word("plot.time"))
-    ax.set_title(_title(word, "plot.title.time_sequence", packets, flow))
+    ax.set_title(_title(word, "plot.title.time_sequence", packets, flow, t_range))
     _legend(ax)
     return _finish(fig, ax)
 
