@@ -188,9 +188,10 @@ class Messages:
 
     def cell(self, text: str) -> str:
         """A table cell's words as a page shows them (``cell.<text>``, a row's name such as
-        "round-trip time (TCP, median)"); the text itself, a variant's label or a value, when
-        no key has it."""
-        return self._or_itself("cell", text)
+        "round-trip time (TCP, median)"), or by a key with placeholders where the row's name carries
+        the run's values (``cell.here: max({tcp_rmem_max}, {rmem_max})``); the text itself, a
+        variant's label or a value, when no key has it."""
+        return self._templated("cell", text) or text
 
     def metric(self, name: str) -> str:
         """A flow's number named in words (``metric.<field>``, e.g. ``rtt_median_s``, a field of
@@ -212,7 +213,7 @@ class Messages:
         "host-tcp_mem") and stays."""
         if name.isidentifier():
             name = name.replace("_", " ")
-        return self._or_itself("column", name)
+        return self._templated("column", name) or name
 
 
 
