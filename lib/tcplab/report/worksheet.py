@@ -13,6 +13,7 @@ import math
 import tokenize
 from typing import Any
 
+from ..analysis.diagnose import LABELS
 from ..words import Messages
 from .scores import Value
 from .templating import format_value, render
@@ -109,6 +110,10 @@ def worksheet_rows(source: str) -> list[tuple[str, Value, str]]:
     return [(check, value, units.get(lines.get(check, 0), "")) for check, value in predictions.items()]
 
 
+#: The unit of a worksheet line whose answer is one of the diagnosis's labels (``# a diagnosis label``).
+LABEL_UNIT = "a diagnosis label"
+
+
 def worksheet_box(source: str, *, language: str | None = None) -> str | None:
     """The worksheet as a page shows it: one row per prediction, the student's value or an
     empty box to write in (answer space on paper); None for a cell that is not a readable
@@ -116,5 +121,7 @@ def worksheet_box(source: str, *, language: str | None = None) -> str | None:
     rows = worksheet_rows(source)
     if not rows:
         return None
-    return render("worksheet_box.html.j2", messages=Messages(language),
+    # A prediction that is a diagnosis label needs the labels to choose from: the diagnosis's own.
+    labels = LABELS if any(unit == LABEL_UNIT for _, _, unit in rows) else ()
+    return render("worksheet_box.html.j2", messages=Messages(language), labels=labels,
                   rows=[(check, None if value is None else format_value(value), unit) for check, value, unit in rows])
