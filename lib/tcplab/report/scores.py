@@ -289,9 +289,12 @@ def _shown_title(scores: Scores, t: Messages) -> str:
 
 def scores_output(scores: Scores, *, language: str | None = None) -> dict[str, Any]:
     """The MIME bundle :func:`publish` displays: table for people, JSON for the pipeline."""
+    from .editions import INSTRUCTOR_CLASS  # nbconvert's, loaded only when a table is shown
+
     t = Messages(language)
     return {
-        "text/html": render("scores_table.html.j2", messages=t, scores=scores, title=_shown_title(scores, t)),
+        "text/html": render("scores_table.html.j2", messages=t, scores=scores, title=_shown_title(scores, t),
+                            instructor_class=INSTRUCTOR_CLASS),
         "text/plain": _plain_table(scores, t),
         MIME_TYPE: scores.to_json(),
     }

@@ -108,12 +108,15 @@ def frame_html(frame: pd.DataFrame | pd.Series) -> str:
         # by its name on the same row as the others.
         shown.index.names = [n if n is not None else "" for n in shown.index.names]
         shown = shown.reset_index()
-    predictions = [i for i, name in enumerate(shown.columns) if _is_prediction(name)]
+    # Marked on a table with one header row only: a MultiIndex header's spanning cells do not
+    # line up with its data's columns, so a prediction column there needs a table of its own.
+    predictions = ([i for i, name in enumerate(shown.columns) if _is_prediction(name)]
+                   if shown.columns.nlevels == 1 else [])
     shown.columns = shown.columns.map(_header)  # each level of a MultiIndex (an aggregate's) too
     shown = shown.astype(object).map(cell_text)
     classes = ["tcplab-frame"] + (["tcplab-wide"] if shown.shape[1] > WIDE_COLUMNS else [])
     html = shown.to_html(classes=classes, index=False, border=0, escape=True, na_rep=GAP)
-    if predictions and shown.columns.nlevels == 1:
+    if predictions:
         html = _mark_columns(html, predictions)
     # A short header stays on one line: Chinese wraps between any two characters, and a narrow
     # column would print "连接" as 连 over 接. Longer ones keep wrapping, or a wide table would
@@ -127,8 +130,7 @@ PREDICTION_COLUMN = re.compile(r"\bpredict(?:ed|s|ion)\b|\btheory\b|^Mathis\b")
 
 
 def _is_prediction(name: Any) -> bool:
-    parts = name if isinstance(name, tuple) else (name,)
-    return any(isinstance(p, str) and PREDICTION_COLUMN.search(p) for p in parts)
+    return isinstance(name, str) and PREDICTION_COLUMN.search(name) is not None
 
 
 def _mark_columns(html: str, columns: list[int]) -> str:
