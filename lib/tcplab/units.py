@@ -30,6 +30,7 @@ __all__ = [
     "format_rate",
     "format_byte_rate",
     "format_size",
+    "format_share",
 ]
 
 
@@ -181,3 +182,18 @@ def format_byte_rate(bytes_per_second: float) -> str:
 
 def format_size(size: float) -> str:
     return _scaled(size, ((1024**3, "GB"), (1024**2, "MB"), (1024, "KB"))) or f"{int(size)} B"
+
+
+def format_share(fraction: float, *, signed: bool = False) -> str:
+    """A fraction as a percentage to one decimal (0.354 → "35.4 %", 0.5 → "50 %"); ``signed``,
+    a change from a reference ("+6.1 %", "-12 %"). A nonzero share too small for one decimal (3
+    resent segments of thousands) is "< 0.1 %", never a bare "0 %"."""
+    if not math.isfinite(fraction):
+        return "—"
+    percent = 100 * fraction
+    if 0 < abs(percent) < 0.05:
+        return "< 0.1 %"
+    text = f"{round(percent, 1):,.1f}".removesuffix(".0").replace(",", "\u202f")  # thin space, as tables group
+    if text == "-0":
+        text = "0"
+    return f"{'+' if signed and percent > 0 else ''}{text} %"

@@ -80,5 +80,5 @@ def test_a_queue_built_by_bursts_is_not_the_path_from_the_pcap_alone():
 
     d = diagnose(read_packets(FIXTURE_RUNS / "sndbuf-16KB-cubic" / "server-eth0.pcap"))
     assert d.label == "undetermined", d.summary
-    assert "waiting for ACKs for 84 %" in d.summary
+    assert "waiting for ACKs for 83.8 %" in d.summary
 

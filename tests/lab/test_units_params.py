@@ -4,8 +4,8 @@ import pytest
 
 from tcplab.lab.link import LinkShape
 from tcplab.lab.path import PathSpec
-from tcplab.units import (ParameterError, format_byte_rate, format_duration, format_rate, format_size, parse_duration,
-                          parse_percent, parse_rate, parse_size)
+from tcplab.units import (ParameterError, format_byte_rate, format_duration, format_rate, format_share, format_size,
+                          parse_duration, parse_percent, parse_rate, parse_size)
 
 
 @pytest.mark.parametrize("text, seconds", [
@@ -58,6 +58,16 @@ def test_byte_rates_are_decimal_as_the_course_defines_them(value, text):
 def test_percent():
     assert parse_percent("loss", "0.1%") == pytest.approx(0.1)
     assert parse_percent("loss", 1) == 1.0
+
+
+@pytest.mark.parametrize("fraction, text, signed", [
+    (0.354, "35.4 %", "+35.4 %"), (0.5, "50 %", "+50 %"), (0.0, "0 %", "0 %"), (-0.12, "-12 %", "-12 %"),
+    # a share of 3 resent segments in 10 000 is not written as a bare 0 %
+    (3e-4, "< 0.1 %", "< 0.1 %"), (-3e-4, "< 0.1 %", "< 0.1 %"),
+    (12.345, "1\u202f234.5 %", "+1\u202f234.5 %"), (float("nan"), "—", "—")])
+def test_shares_are_written_one_way(fraction, text, signed):
+    assert format_share(fraction) == text
+    assert format_share(fraction, signed=True) == signed
 
 
 @pytest.mark.parametrize("settings, name, fragment", [

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import pandas as pd
 
 from ..params import Params, param
-from ..units import format_byte_rate, format_duration, format_rate, format_size
+from ..units import format_byte_rate, format_duration, format_rate, format_share, format_size
 from ..params import check_language
 from ..words import Messages
 from . import theory
@@ -226,7 +226,7 @@ class _Reasoner:
             return self._done("slow-start", shares, self._slow_start())
         if share < MIN_SHARE:
             name = best if best != SENDER_SIDE else self.words("diagnosis.sender_side")
-            return self._done("undetermined", shares, self._say("undetermined-weak", best=name, share=_pct(share)))
+            return self._done("undetermined", shares, self._say("undetermined-weak", best=name, share=format_share(share)))
         label = best
         if best == SENDER_SIDE:
             label = self._split_sender_side()
@@ -268,7 +268,7 @@ class _Reasoner:
             if self.context.get("sndbuf"):
                 return "sender-buffer-limited"
             self._pending = self._say("undetermined-bursts", rtt_min=_dur(m.rtt_min_s), rtt_p90=_dur(m.rtt_p90_s),
-                                      wait=_pct(self._ack_wait_share()))
+                                      wait=format_share(self._ack_wait_share()))
             return "undetermined"
         cwnd_reason = self._cwnd_holds()
         if cwnd_reason:
@@ -408,7 +408,7 @@ class _Reasoner:
         predicted = self._predicted(m.rwnd_median_bytes)
         self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, predicted_bps=predicted, goodput_bps=m.goodput_bps,
                              rtt_s=self.rtt)
-        return self._say("receiver-window-limited", share=_pct(share), predicted=_rate_bytes(predicted),
+        return self._say("receiver-window-limited", share=format_share(share), predicted=_rate_bytes(predicted),
                          **self._common()) + self._telemetry()
 
     def _receiver_acks_held(self, share: float) -> list[str]:
@@ -422,7 +422,7 @@ class _Reasoner:
         self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, predicted_bps=predicted, goodput_bps=m.goodput_bps,
                              rtt_s=m.rtt_median_s, rtt_min_s=m.rtt_min_s, rtt_p90_s=m.rtt_p90_s, rate_bps=rate,
                              queue_delay_most_s=queue_s)
-        return self._say("receiver-window-acks-held", share=_pct(share), rate=format_rate(rate), queue=_dur(queue_s),
+        return self._say("receiver-window-acks-held", share=format_share(share), rate=format_rate(rate), queue=_dur(queue_s),
                          rtt_median=_dur(m.rtt_median_s), predicted=_rate_bytes(predicted),
                          **self._common()) + self._telemetry()
 
@@ -439,14 +439,14 @@ class _Reasoner:
         self.evidence.update(zero_window_packets=m.zero_window_packets, zero_window_s=m.zero_window_s,
                              persist_probes=m.persist_probes, window_updates=m.window_updates)
         return self._say("zero-window", zero_window_packets=m.zero_window_packets, zero_window=_dur(m.zero_window_s),
-                         share=_pct(m.zero_window_s / m.duration_s if m.duration_s else 0.0),
+                         share=format_share(m.zero_window_s / m.duration_s if m.duration_s else 0.0),
                          persist_probes=m.persist_probes, window_updates=m.window_updates) + self._pruned()
 
     def _peer_unresponsive(self) -> list[str]:
         m = self.m
         self.evidence.update(unanswered_s=m.unanswered_s, unanswered_resends=m.unanswered_resends,
                              acked_bytes=m.acked_bytes, timeouts=m.timeouts)
-        return self._say("peer-unresponsive", silence=_dur(m.unanswered_s), share=_pct(m.unanswered_s / m.duration_s),
+        return self._say("peer-unresponsive", silence=_dur(m.unanswered_s), share=format_share(m.unanswered_s / m.duration_s),
                          resends=m.unanswered_resends, acked=_size(m.acked_bytes), payload=_size(m.payload_bytes))
 
     def _congestion_loss(self, share: float) -> list[str]:
@@ -458,12 +458,12 @@ class _Reasoner:
         self.evidence.update(retransmissions=m.retransmissions, resent_segments=m.resent_segments,
                              loss_fraction=lost, timeouts=m.timeouts, dup_acks=m.dup_acks, mathis_bps=mathis,
                              goodput_bps=m.goodput_bps)
-        return self._say("congestion-loss", resent=_resends(m), loss=_pct(lost),
+        return self._say("congestion-loss", resent=_resends(m), loss=format_share(lost),
                          retransmissions=m.retransmissions,
                          fast_retransmissions=m.fast_retransmissions, timeouts=m.timeouts,
                          # Neither rule (a SACK recovery, a tail-loss probe): said, so the parts add up.
                          other_retransmissions=max(m.retransmissions - m.fast_retransmissions - m.timeouts, 0),
-                         dup_acks=m.dup_acks, sack_blocks=m.sack_blocks, share=_pct(share), mathis=_rate_bytes(mathis),
+                         dup_acks=m.dup_acks, sack_blocks=m.sack_blocks, share=format_share(share), mathis=_rate_bytes(mathis),
                          goodput=_rate_bytes(m.goodput_bps)) + (
             self._say("congestion-loss-cwnd") + self._cwnd_sentences() if self._cwnd_reason else []) + self._pruned()
 
@@ -475,7 +475,7 @@ class _Reasoner:
         if rate:
             best = self._max_goodput(rate)
             self.evidence.update(rate_bps=rate, max_goodput_bps=best)
-            out += self._say("path-bandwidth-rate", goodput=_rate_bytes(m.goodput_bps), rate_share=_pct(m.goodput_bps / best),
+            out += self._say("path-bandwidth-rate", goodput=_rate_bytes(m.goodput_bps), rate_share=format_share(m.goodput_bps / best),
                              rate=format_rate(rate), max_goodput=_rate_bytes(best))
         if self._window_held_by_queue:
             predicted = self._predicted(m.rwnd_median_bytes)
@@ -485,7 +485,7 @@ class _Reasoner:
             out += self._say("path-bandwidth-queue", **self._common())
         if _lost(m):
             key = "path-bandwidth-overflow" if self._at_path_rate() else "path-bandwidth-queue-loss"
-            out += self._say(key, resent=_resends(m), loss=_pct(_loss_share(m)))
+            out += self._say(key, resent=_resends(m), loss=format_share(_loss_share(m)))
         return out
 
     def _pruned(self) -> list[str]:
@@ -500,7 +500,7 @@ class _Reasoner:
     def _gap_evidence(self, key: str, gaps: int, total_s: float, median_s: float, share: float) -> list[str]:
         self.evidence.update(gaps=gaps, gap_s=total_s, gap_median_s=median_s if gaps else math.nan)
         return self._say(key, n_gaps=gaps, idle=_dur(total_s), stall=_dur(median_s) if gaps else "-",
-                         share=_pct(share))
+                         share=format_share(share))
 
     def _application_limited(self, share: float) -> list[str]:
         m, f = self.m, self.m.facts
@@ -568,7 +568,7 @@ class _Reasoner:
         # ss prints a limit's time only once the kernel has counted some: no number, no sentence.
         for key, share in (("telemetry-sndbuf", "sndbuf_limited_share"), ("telemetry-rwnd", "rwnd_limited_share")):
             if math.isfinite(tel.get(share, math.nan)):
-                out += self._say(key, share=_pct(tel[share]))
+                out += self._say(key, share=format_share(tel[share]))
         if math.isfinite(tel.get("cwnd_median", math.nan)):
             out += self._say("telemetry-cwnd", cwnd=_segments(tel["cwnd_median"]))
         return out
@@ -599,7 +599,7 @@ class _Reasoner:
         if m.payload_bytes and m.captured_bytes < m.payload_bytes:
             missing = m.payload_bytes - m.captured_bytes
             out.append(self.words("caveat.bytes-missing", missing=_size(missing), payload=_size(m.payload_bytes),
-                                  share=f"{100 * missing / m.payload_bytes:.2g} %"))
+                                  share=format_share(missing / m.payload_bytes)))
         if m.lost_segments or m.acked_unseen:
             out.append(self.words("caveat.holes", lost=m.lost_segments, unseen=m.acked_unseen))
         if m.truncated_packets:
@@ -629,17 +629,6 @@ def _loss_share(m: FlowMetrics) -> float:
 
 def _lost(m: FlowMetrics) -> bool:
     return _resends(m) > 0
-
-
-def _pct(x: float) -> str:
-    """A share as the page writes it: whole percent from 10 %, one decimal below, and a share
-    too small for that (3 resent segments of thousands) not written as a bare "0 %"."""
-    if not math.isfinite(x):
-        return "-"
-    percent = 100 * x
-    if 0 < percent < 0.05:
-        return "< 0.1 %"
-    return f"{percent:.0f} %" if percent >= 10 or percent == 0 else f"{round(percent, 1):g} %"
 
 
 def _segments(x: float) -> str:

@@ -22,7 +22,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..units import format_byte_rate, format_duration, format_rate, format_size
+from ..units import format_byte_rate, format_duration, format_rate, format_share, format_size
 from ..words import Messages
 from .parameters import without_spans
 from .tables import GAP, cell_text
@@ -96,9 +96,9 @@ _WRITERS = {
     "rate": format_rate,                     # bit/s, decimal
     "byte_rate": format_byte_rate,           # bytes/s, decimal (MB/s = 10⁶ B/s)
     "count": cell_text,                      # a plain number: segments, packets, probes
-    "percent": lambda v: f"{cell_text(round(100 * v, 1))} %",  # from a fraction
+    "percent": format_share,                 # from a fraction
     "times": lambda v: cell_text(round(v, 2)),               # a ratio; Quantity.text adds the language's sign
-    "change": lambda v: f"{'+' if v > 0 else ''}{cell_text(round(100 * v, 1))} %",  # a signed fraction: +6.1 %
+    "change": lambda v: format_share(v, signed=True),  # a signed fraction: +6.1 %
 }
 
 
