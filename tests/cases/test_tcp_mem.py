@@ -43,6 +43,25 @@ def test_exceed_summary_counts_kinds_and_first_event():
     assert summary["protocols"] == ["TCP"]
 
 
+def test_events_table_gives_each_column_its_unit_and_writes_the_limits_as_the_case_does():
+    trial = FakeTrial(parse_trace(TRACE))
+    table = tcp_mem.events_table(trial)
+    assert list(table.columns) == ["time s", "kind", "proto", "allocated pages", "tcp_mem in force",
+                                   "rmem alloc B", "wmem queued B"]
+    assert list(table["tcp_mem in force"]) == ["64 / 96 / 128 pages"] * 2  # not the trace's "64,96,128"
+    assert table["time s"].iloc[0] == pytest.approx(0.1)
+    assert list(tcp_mem.events_table(trial, first=1)["kind"]) == ["SK_MEM_SEND"]  # the first, as recorded
+    assert tcp_mem.limits_text("190857 254478 381714") == "190\u202f857 / 254\u202f478 / 381\u202f714 pages"
+    assert tcp_mem.events_table(FakeTrial(parse_trace(""))).empty
+
+
+def test_the_limits_cell_is_translated_by_its_key():
+    from tcplab.report.tables import cell_text
+    from tcplab.words import Messages
+
+    assert cell_text("64 / 96 / 128 pages", Messages("zh")) == "64 / 96 / 128 页"
+
+
 def test_no_events():
     summary = tcp_mem.exceed_summary(FakeTrial(parse_trace("")))
     assert summary["events"] == 0 and summary["first_t"] is None

@@ -21,7 +21,8 @@ from ..observe.ss import socket_rows
 from ..units import parse_size
 from .trial import Trial
 
-__all__ = ["PAGE", "TCP_MEM", "read_tcp_mem", "limits", "exceed_events", "exceed_summary", "receiver_clamp",
+__all__ = ["PAGE", "TCP_MEM", "read_tcp_mem", "limits", "limits_text", "exceed_events", "events_table", "exceed_summary",
+           "receiver_clamp",
            "PRESSURE_COUNTERS", "pressure_counters", "outcome", "outcomes", "Ballast"]
 
 PAGE = 4096
@@ -51,6 +52,32 @@ def exceed_events(trial: Trial) -> pd.DataFrame:
     rows["t"] = rows["time"] - start
     keep = ["t", "kind", "proto", "allocated", "sysctl_mem", "rmem_alloc", "wmem_queued"]
     return rows[[c for c in keep if c in rows]].reset_index(drop=True)
+
+
+def limits_text(tcp_mem: str) -> str:
+    """``"64,96,128"`` as the case writes its three limits: "64 / 96 / 128 pages", each grouped as
+    a table writes a number. A table translates it by its key (``cell.{low} / {pressure} / {high}
+    pages``)."""
+    from ..report.tables import cell_text
+
+    values = limits(tcp_mem)
+    return f"{cell_text(values['low'])} / {cell_text(values['pressure'])} / {cell_text(values['high'])} pages"
+
+
+def events_table(trial: Trial, first: int | None = None) -> pd.DataFrame:
+    """:func:`exceed_events` as a page shows them, in the order the kernel recorded them (the
+    first ``first`` of them where given): each column with its unit (the time in s from the
+    run's first packet, the pages allocated, the refused socket's queues in bytes) and the
+    limits in force written as the case writes them (:func:`limits_text`)."""
+    events = exceed_events(trial)
+    if first is not None:
+        events = events.head(first)
+    columns = {"t": "time s", "kind": "kind", "proto": "proto", "allocated": "allocated pages",
+               "sysctl_mem": "tcp_mem in force", "rmem_alloc": "rmem alloc B", "wmem_queued": "wmem queued B"}
+    shown = events[[c for c in columns if c in events]].copy()
+    if "sysctl_mem" in shown:
+        shown["sysctl_mem"] = shown["sysctl_mem"].map(limits_text)
+    return shown.rename(columns=columns).reset_index(drop=True)
 
 
 def exceed_summary(trial: Trial) -> dict[str, Any]:
