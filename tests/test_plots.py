@@ -284,3 +284,170 @@ def test_first_seconds_starts_at_the_first_data_segment_not_the_capture(bulk):
     assert plots.first_seconds(bulk, 0.05) == pytest.approx((first_data, first_data + 0.05))
     with pytest.raises(ValueError, match="seconds"):
         plots.first_seconds(bulk, 0)
+
+
+# ---------------------------------------------------------------- units, axes and legends
+
+
+def test_a_goodput_axis_names_the_unit_its_ticks_are_in(bulk):
+    """The label and the ticks speak one unit (not 'goodput (bit/s)' over ticks in Mbit/s)."""
+    for reference, unit in ((5e6, "Mbit/s"), (None, None)):
+        ax = plots.throughput(bulk, bin_s=0.010, reference_bps=reference, language="en").axes[0]
+        ax.figure.canvas.draw()
+        peak = max(by_gid(ax, "goodput")[0].get_ydata().max(), reference or 0)
+        expected = unit or plots._rate_unit(peak)[0]
+        assert ax.get_ylabel() == f"goodput ({expected})"
+        ticks = [label.get_text() for label in ax.get_yticklabels() if label.get_text()]
+        assert ticks and all(re.fullmatch(r"[\d.]+", tick) for tick in ticks), ticks  # numbers, no unit
+    assert plots._rate_unit(8.2e6) == ("Mbit/s", 1e6) and plots._rate_unit(185e3) == ("kbit/s", 1e3)
+    assert plots._rate_unit(900) == ("bit/s", 1.0) and plots._rate_unit(2.5e9) == ("Gbit/s", 1e9)
+    from tcplab.words import messages
+    zh = plots.throughput(bulk, bin_s=0.010, reference_bps=5e6, language="zh").axes[0]
+    assert zh.get_ylabel() == messages("zh")("plot.goodput", unit="Mbit/s") and "Mbit/s" in zh.get_ylabel()
+
+
+def test_a_goodput_graph_over_a_span_has_empty_bins_where_nothing_crossed(bulk):
+    """A flow whose data fits in one bin still shows what it is: one full bin, then silence
+    until the connection ends (the autotuned pacer of case 10)."""
+    span = plots.flow_span(bulk)
+    p = flow0(bulk)
+    assert span == pytest.approx((p["rel_time"].min(), p["rel_time"].max()))  # handshake to last packet
+    ax = plots.throughput(bulk, bin_s=0.1, t_range=(0.0, 1.0)).axes[0]
+    line, = by_gid(ax, "goodput")
+    x, y = line.get_xdata(), line.get_ydata()
+    assert ax.get_xlim() == pytest.approx((0.0, 1.0)) and x[0] <= 0.0 and x[-1] >= 1.0
+    assert np.diff(x) == pytest.approx(0.1)  # the same 100 ms grid throughout
+    assert (y[:-1] > 0).sum() <= 4 and (y[:-1] == 0).sum() >= 6  # data in the first bins, empty after
+    assert y[:-1].sum() * 0.1 / 8 == pytest.approx(12 * MSS)  # every new byte counted once
+    assert "," not in ax.get_title().removeprefix("Goodput, flow 0")  # all the data shown: no span in the title
+    zoom = plots.throughput(bulk, bin_s=0.002, t_range=(0.024, 0.030)).axes[0]
+    assert zoom.get_title().endswith("24 ms to 30 ms")  # a zoom leaving data out says so
+
+
+def test_window_and_inflight_sizes_its_axis_to_the_sender_and_cuts_a_far_larger_window(bulk):
+    """Case 01: a 2.5 MB window squashed an event of tens of KB to the axis's floor."""
+    p = flow0(bulk)
+    sent = p[(p["dir"] == 0) & (p["bytes_in_flight"] >= 0)]
+    window = p.loc[(p["dir"] == 1) & p["f_ack"] & (p["win"] >= 0), "win"]
+    assert window.max() > plots.WINDOW_CUT * sent["bytes_in_flight"].max()  # the fixture's window is far above
+    ax = plots.window_and_inflight(bulk, language="en").axes[0]
+    assert ax.get_ylim()[1] == pytest.approx(1.08 * sent["bytes_in_flight"].max(), rel=0.5)
+    assert ax.get_ylim()[1] < window.max()
+    line, = by_gid(ax, "advertised_window")
+    assert line.get_ydata().max() == window.max()  # the data is all there, only the view is cut
+    from tcplab.units import format_size
+    assert line.get_label() == f"advertised window (up to {format_size(window.max())}, cut off at the top)"
+    # A window no more than WINDOW_CUT times the sender's lines is shown whole.
+    telemetry = pd.DataFrame({"time": [T0 + 0.025, T0 + 0.035], "side": ["client"] * 2, "state": ["ESTAB"] * 2,
+                              "cwnd": [30, 40], "mss": [MSS] * 2, "skmem_w": [1, 1], "skmem_tb": [1, 1]})
+    ax = plots.window_and_inflight(bulk, telemetry=telemetry, language="en").axes[0]
+    assert ax.get_ylim()[1] >= window.max()
+    assert by_gid(ax, "advertised_window")[0].get_label() == "advertised window"
+
+
+def _legend_hides_data(ax):
+    renderer = ax.figure.canvas.get_renderer()
+    box = ax.get_legend().get_window_extent(renderer)
+    return plots._hides(plots._shown_data(ax, renderer), box)
+
+
+def test_a_legend_goes_where_it_hides_no_data():
+    # A free corner: the legend goes there, and the axis keeps its limits.
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    t = np.linspace(0, 10, 400)
+    ax.plot(t, t, label="rising")
+    ax.plot(t, t / 2, label="half")
+    limits = ax.get_ylim()
+    plots.legend(ax)
+    assert not _legend_hides_data(ax) and ax.get_ylim() == limits
+    assert not ax.get_legend()._tcplab_outside
+    # Lines everywhere (case 01's in-flight graph): room is made above them, and layout kept.
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    rng = np.random.default_rng(3)
+    for k, name in enumerate(("bytes in flight", "advertised window", "cwnd", "send buffer used", "send buffer")):
+        ax.step(t, rng.uniform(0, 100, t.size) * (k + 1) / 5, where="post", label=name)
+    top = ax.get_ylim()[1]
+    plots.legend(ax)
+    plots.tidy(fig)
+    assert not _legend_hides_data(ax)
+    assert ax.get_ylim()[1] > top and not ax.get_legend()._tcplab_outside
+    raised = ax.get_ylim()
+    plots.tidy(fig)  # placed again, not raised again
+    assert ax.get_ylim() == pytest.approx(raised, rel=0.01)
+    # A log axis has no room to make: the legend goes outside, beside the axes.
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for k in range(4):
+        ax.plot(t + 0.1, 10 ** rng.uniform(0, 3, t.size), label=f"line {k}")
+    ax.set_yscale("log")
+    plots.legend(ax)
+    plots.tidy(fig)
+    assert ax.get_legend()._tcplab_outside and not _legend_hides_data(ax)
+
+
+def test_the_flow_figures_legends_hide_none_of_their_data(bulk):
+    telemetry = pd.DataFrame({
+        "time": [T0 + 0.025, T0 + 0.035], "side": ["client"] * 2, "state": ["ESTAB"] * 2,
+        "cwnd": [10, 14], "mss": [MSS] * 2, "skmem_w": [20000, 30000], "skmem_tb": [46080, 46080]})
+    for fig in (plots.time_sequence(bulk), plots.throughput(bulk, bin_s=0.01, reference_bps=3e6),
+                plots.window_and_inflight(bulk, telemetry=telemetry), plots.rtt(bulk)):
+        fig.canvas.draw()
+        assert not _legend_hides_data(fig.axes[0]), fig.axes[0].get_title()
+
+
+def test_lines_of_a_sweep_measured_at_the_same_point_both_show():
+    """Case 07: 'off (server)' at 20 ms sat exactly under 'off (client)' and hid it."""
+    frame = pd.DataFrame({"rtt_ms": [10, 20, 40, 20, 20], "Mbit/s": [51.0, 26.0, 13.0, 26.0, 95.0],
+                          "scaling": ["off (client)"] * 3 + ["off (server)", "on"]})
+    ax = plots.sweep_lines(frame, "rtt_ms", "Mbit/s", "scaling", logx=True, language="en").axes[0]
+    drawn = [line for line in ax.get_lines() if len(line.get_xdata())]
+    assert len(drawn) == 3
+    markers = [line.get_marker() for line in drawn]
+    sizes = [line.get_markersize() for line in drawn]
+    orders = [line.get_zorder() for line in drawn]
+    assert len(set(map(str, markers))) == 3  # a mark of its own for each line
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] > sizes[-1]  # each next one smaller,
+    assert orders == sorted(orders) and orders[0] < orders[-1]  # and on top
+    legend = ax.get_legend()
+    assert [h.get_markersize() for h in legend.legend_handles] == sizes  # the legend shows the same marks
+    line = plots.theory_curve(ax, [10, 20, 40], lambda r: 520 / r, label="ceiling")
+    assert line.get_zorder() < min(orders)  # a prediction under the measurements
+
+
+def test_case_figures_of_recorded_runs():
+    """Cases 05, 07 and 10 as shipped: the zero-window graph sized to the episode, the ceiling
+    plot with every line named, the pacer's panel spanning its reading time."""
+    from tcplab.cases import pacing, windows
+    from tcplab.cases import zerowindow as zw
+    from tcplab.cases.replay import replay_root
+    from tcplab.cases.trial import Trial
+    from tcplab.runs import load_run
+
+    def trial(case, label):
+        return Trial(label, load_run(replay_root() / case / label), replayed=True)
+
+    auto = trial("05-zero-window", "autotuned")
+    view = zw.sender_packets(auto)
+    closed, reopened = zw.episode(view)
+    start, end = zw.pause_span(auto)
+    assert start < closed < reopened < end < reopened + 0.5
+    ax = plots.time_sequence(auto.packets, t_range=(start, end), language="en").axes[0]
+    assert "to" in ax.get_title() and ax.get_ylim()[1] < 3 * view.loc[view["rel_time"] <= closed, "seq"].max()
+    assert not _legend_hides_data(ax)
+
+    runs = pd.DataFrame({"rtt_ms": [10, 20, 20, 20], "steady Mbit/s": [51.0, 26.0, 26.0, 95.0],
+                         "scaling": ["off (client)", "off (client)", "off (server)", "on"]})
+    ax = windows.ceiling_plot(runs, rate_bps=100e6, language="en").axes[0]
+    handles, named = ax.get_legend_handles_labels()
+    assert {"65535 B / RTT (the window without scaling)", "payload line rate"} <= set(named)
+    keys = {(str(h.get_color()), h.get_linestyle()) for h in handles}
+    for line in (line for line in ax.get_lines() if len(line.get_xdata())):  # each line drawn has its entry
+        assert (str(line.get_color()), line.get_linestyle()) in keys, line
+    assert not _legend_hides_data(ax)
+
+    paced = [trial("10-rate-limiting", label) for label in ("pacer-rcvbuf-1KB", "pacer-autotuned")]
+    fig = pacing.wire_plot([(t, 20480) for t in paced], language="en")
+    for ax, t in zip(fig.axes, paced):
+        assert ax.get_xlim() == pytest.approx(plots.flow_span(t.packets))
+        line, = by_gid(ax, "goodput")
+        assert len(line.get_xdata()) > 10  # bins across the reading time, not one
+        assert not _legend_hides_data(ax)

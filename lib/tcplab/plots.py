@@ -16,15 +16,19 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from matplotlib.ticker import EngFormatter, FuncFormatter, MaxNLocator, NullFormatter
+from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.path import Path
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+from matplotlib.transforms import Bbox
 
 from .analysis.metrics import goodput_series
 from .analysis.table import expert_column, flow_view
-from .units import ParameterError, format_duration
+from .units import ParameterError, format_duration, format_size
 from .words import Messages, messages
 
 #: Colours by role, the same in every figure: what was configured or predicted is grey.
@@ -144,7 +148,7 @@ def _new_axes(ax, figsize=None):
 def _finish(fig, ax):
     if fig is None:
         return ax
-    fig.tight_layout()
+    tidy(fig)
     return fig
 
 
@@ -183,12 +187,188 @@ def byte_axis(ax, *, language: str | None = None) -> None:
     _bytes_axis(ax, max(tops, default=0.0), "plot.bytes", messages(language))
 
 
+#: Where a legend may sit inside its axes, in the order tried.
+LEGEND_LOCS = ("upper right", "upper left", "lower right", "lower left", "center right", "center left",
+               "upper center", "lower center")
+#: The most of the axes' height that room made above the data for a legend may take.
+LEGEND_ROOM_MAX = 0.45
+#: Points kept free around a legend, so that a line grazing its frame counts as hidden.
+LEGEND_PAD_PT = 3.0
+
+
 def _legend(ax) -> None:
+    legend(ax)
+
+
+def legend(ax):
+    """Put the legend of ``ax`` where it hides no data: the first place inside the axes (one
+    column, then two) where its box covers no line, mark, bar, band or text; else above the
+    data, in room made by raising the top of a linear y axis (at most ``LEGEND_ROOM_MAX`` of
+    its height); else outside, right of the axes. Call it after drawing everything; a figure
+    whose layout changes afterwards (``tight_layout``) is settled by :func:`tidy`. Returns the
+    legend, or None when nothing is labelled."""
     handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        shown = ax.get_legend()
-        title = shown.get_title().get_text() if shown is not None else ""
-        ax.legend(handles, labels, loc="best", fontsize=8, framealpha=0.85, title=title or None)
+    if not handles:
+        return None
+    shown = ax.get_legend()
+    title = (shown.get_title().get_text() if shown is not None else "") or None
+    _unmake_room(ax)
+    ax._tcplab_legend = (handles, labels, title)
+    return _place_legend(ax)
+
+
+def tidy(fig) -> None:
+    """``fig.tight_layout()``, then every legend drawn by :func:`legend` placed again for the
+    final size of its axes (a smaller axes leaves less room between the lines)."""
+    fig.tight_layout()
+    moved = False
+    for ax in fig.axes:
+        if getattr(ax, "_tcplab_legend", None) is not None:
+            _unmake_room(ax)  # and made again for the new size
+            moved |= _place_legend(ax)._tcplab_outside
+    if moved:
+        fig.tight_layout()
+
+
+def _renderer(fig):
+    get = getattr(fig.canvas, "get_renderer", None)
+    return get() if get is not None else fig._get_renderer()
+
+
+def _place_legend(ax):
+    handles, labels, title = ax._tcplab_legend
+    fig = ax.figure
+    renderer = _renderer(fig)
+    options = dict(fontsize=8, framealpha=0.85, title=title)
+
+    def place(loc, ncols, **where):
+        shown = ax.legend(handles, labels, loc=loc, ncols=ncols, **options, **where)
+        shown._tcplab_outside = bool(where)
+        return shown
+
+    columns = (1, 2) if len(handles) > 2 else (1,)
+    pad = LEGEND_PAD_PT * _px_per_pt(ax)
+    shapes = _shown_data(ax, renderer)
+    for ncols in columns:
+        for loc in LEGEND_LOCS:
+            shown = place(loc, ncols)
+            if not _hides(shapes, shown.get_window_extent(renderer), pad):
+                return shown
+    if ax.get_yscale() == "linear" and not ax.yaxis_inverted():
+        for ncols in sorted({min(len(handles), 3), min(len(handles), 2), 1}, reverse=True):  # wide and low first
+            for loc in ("upper right", "upper left", "upper center"):
+                shown = place(loc, ncols)
+                if _make_room(ax, shown.get_window_extent(renderer), renderer):
+                    shown = place(loc, ncols)
+                    if not _hides(_shown_data(ax, renderer), shown.get_window_extent(renderer), pad):
+                        return shown
+                    _unmake_room(ax)
+    return place("upper left", 1, bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+
+
+def _make_room(ax, box, renderer) -> bool:
+    """Raise the top of the y axis so that the data lies below ``box`` (a legend at the top of
+    the axes); False where that would take more than ``LEGEND_ROOM_MAX`` of the height."""
+    frame = ax.get_window_extent(renderer)
+    share = (frame.y1 - box.y0 + 2 * LEGEND_PAD_PT * _px_per_pt(ax)) / frame.height
+    if not 0 < share <= LEGEND_ROOM_MAX:
+        return False
+    top_px = _data_top(ax, renderer)
+    if top_px is None:
+        return False
+    before = ax.get_ylim()
+    data_top = ax.transData.inverted().transform((frame.x0, top_px))[1]
+    ax.set_ylim(before[0], max(before[1], before[0] + (data_top - before[0]) / (1 - share)))
+    ax._tcplab_room = (before, ax.get_ylim())
+    return True
+
+
+def _unmake_room(ax) -> None:
+    """Give the y axis back the limits it had before :func:`_make_room` raised them (unless
+    something set other limits since)."""
+    room = getattr(ax, "_tcplab_room", None)
+    if room is not None and tuple(ax.get_ylim()) == tuple(room[1]):
+        ax.set_ylim(room[0])
+    ax._tcplab_room = None
+
+
+def _data_top(ax, renderer) -> float | None:
+    """The highest point (display y) at which data shows inside the axes; what runs off the
+    top (a line cut off on purpose) is left out."""
+    frame = ax.get_window_extent(renderer)
+    tops = []
+    for kind, shape in _shown_data(ax, renderer):
+        if kind == "box":
+            points = np.array([[shape.x0, shape.y0], [shape.x1, shape.y1]])
+        else:
+            points = shape.vertices if kind != "points" else shape[:, :2]
+        points = points[np.isfinite(points).all(axis=1)]
+        inside = points[(points[:, 0] >= frame.x0) & (points[:, 0] <= frame.x1) & (points[:, 1] < frame.y1 - 0.5)]
+        if len(inside):
+            tops.append(float(inside[:, 1].max()))
+    return max(tops) if tops else None
+
+
+def _shown_data(ax, renderer) -> list[tuple[str, object]]:
+    """What ``ax`` shows, in display coordinates: ("line", path), ("area", path) for filled
+    shapes, ("points", [x, y, radius]) for marks, ("box", bbox) for bars and texts. Spans that
+    shade the axes' whole height (a stall, a pause) are background, not data."""
+    ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits the transforms use
+    frame = ax.get_window_extent(renderer)
+    shapes: list[tuple[str, object]] = []
+    for line in ax.get_lines():
+        if not line.get_visible() or len(line.get_xydata()) == 0:
+            continue
+        path = line.get_transform().transform_path(line.get_path())
+        if line.get_linestyle() not in ("None", "", " ", "none"):
+            shapes.append(("line", path))
+        if line.get_marker() not in (None, "None", "", " ", "none"):
+            radius = line.get_markersize() / 2 * _px_per_pt(ax)
+            shapes.append(("points", np.column_stack([path.vertices, np.full(len(path.vertices), radius)])))
+    for coll in ax.collections:
+        if not coll.get_visible():
+            continue
+        if isinstance(coll, PathCollection):
+            offsets = coll.get_offset_transform().transform(coll.get_offsets())
+            sizes = coll.get_sizes()
+            radius = np.sqrt(sizes if len(sizes) else [36.0]) / 2 * _px_per_pt(ax)
+            shapes.append(("points", np.column_stack([offsets, np.resize(radius, len(offsets))])))
+            continue
+        paths = [coll.get_transform().transform_path(p) for p in coll.get_paths()]
+        if paths:
+            kind = "line" if isinstance(coll, LineCollection) else "area"
+            shapes.append((kind, Path.make_compound_path(*paths)))
+    for patch in ax.patches:
+        if patch.get_visible():
+            box = patch.get_window_extent(renderer)
+            if box.height < 0.98 * frame.height:
+                shapes.append(("box", box))
+    for text in ax.texts:
+        if text.get_visible() and text.get_text():
+            shapes.append(("box", text.get_window_extent(renderer)))
+    return shapes
+
+
+def _px_per_pt(ax) -> float:
+    """Display pixels per typographic point in the figure of ``ax``."""
+    return ax.figure.dpi / 72.0
+
+
+def _hides(shapes, box, pad: float = 0.0) -> bool:
+    """Whether a legend's ``box`` (display coordinates), grown by ``pad`` pixels, covers any of
+    ``shapes``."""
+    box = Bbox.from_extents(box.x0 - pad, box.y0 - pad, box.x1 + pad, box.y1 + pad)
+    for kind, shape in shapes:
+        if kind == "box":
+            if box.overlaps(shape):
+                return True
+        elif kind == "points":
+            x, y, r = shape[:, 0], shape[:, 1], shape[:, 2]
+            if np.any((x + r >= box.x0) & (x - r <= box.x1) & (y + r >= box.y0) & (y - r <= box.y1)):
+                return True
+        elif shape.intersects_bbox(box, filled=(kind == "area")):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------- flow figures
@@ -298,27 +478,71 @@ def _shade_stalls(ax, data: pd.DataFrame, stall_s: float, word: Messages) -> Non
 
 
 def throughput(packets, flow: int | None = None, *, bin_s: float | None = None, ax=None,
-               reference_bps: float | None = None, direction: int | None = None, language: str | None = None):
-    """Goodput over time (bit/s per ``bin_s`` bin, see :func:`~.analysis.metrics.goodput_series`), with an
-    optional dashed line at a predicted value ``reference_bps``."""
+               reference_bps: float | None = None, direction: int | None = None, t_range=None,
+               language: str | None = None):
+    """Goodput over time (per ``bin_s`` bin, see :func:`~.analysis.metrics.goodput_series`), with an
+    optional dashed line at a predicted value ``reference_bps`` (bit/s). The axis is in one unit,
+    bit/s, kbit/s, Mbit/s or Gbit/s as the largest value needs, named in its label.
+    ``t_range=(start, end)`` (``rel_time`` seconds) shows that span in bins of the same grid,
+    empty where no new byte crossed: a zoom, or (with :func:`flow_span`) the connection's whole
+    life, silent stretches after its data included. A span that leaves data out is named in the
+    title."""
     word = messages(language)
+    t_range = _check_range(t_range)
     series = goodput_series(packets, flow, bin_s=bin_s, direction=direction)
-    _, flow, _ = flow_view(packets, flow, direction)
+    view, flow, direction = flow_view(packets, flow, direction)
+    step = series.attrs["bin_s"]
+    starts, values = series.index.to_numpy(dtype=float), series.to_numpy(dtype=float)
+    zoomed = None
+    if t_range is not None:
+        # The same bins (edges at the first data segment + k bins), as many as cover the span.
+        first = np.floor((t_range[0] - starts[0]) / step + 1e-9)
+        last = np.ceil((t_range[1] - starts[0]) / step - 1e-9)
+        k = np.arange(int(first), max(int(last), int(first) + 1))
+        filled = np.zeros(len(k))
+        inside = (k >= 0) & (k < len(values))
+        filled[inside] = values[k[inside]]
+        starts, values = starts[0] + k * step, filled
+        data = view.loc[(view["dir"] == direction) & (view["len"] > 0), "rel_time"]
+        if float(data.min()) < t_range[0] or float(data.max()) > t_range[1]:
+            zoomed = t_range
+    unit, scale = _rate_unit(max(float(np.max(values)), float(reference_bps or 0.0)))
     fig, ax = _new_axes(ax)
-    x = np.append(series.index.to_numpy(), series.index[-1] + series.attrs["bin_s"])
-    y = np.append(series.to_numpy(), series.iloc[-1])
+    x = np.append(starts, starts[-1] + step)
+    y = np.append(values, values[-1])
     ax.step(x, y, where="post", color=PALETTE["measured"], label=word("plot.goodput_line"), gid="goodput")
     ax.fill_between(x, y, step="post", color=PALETTE["measured"], alpha=0.15, linewidth=0)
     if reference_bps is not None:
         ax.axhline(reference_bps, color=PALETTE["predicted"], linestyle="--", label=word("plot.reference"),
                    gid="reference")
-    ax.yaxis.set_major_formatter(EngFormatter(unit="bit/s"))
-    ax.set_ylabel(word("plot.goodput"))
+    # Data in bit/s (artists carry the real numbers); ticks and label in one unit.
+    ax.yaxis.set_major_locator(_ScaledLocator(scale))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / scale:g}"))
+    ax.set_ylabel(word("plot.goodput", unit=unit))
     ax.set_xlabel(word("plot.time"))
     ax.set_ylim(bottom=0)
-    ax.set_title(_title(word, "plot.title.throughput", packets, flow))
+    if t_range is not None:
+        ax.set_xlim(*t_range)
+    ax.set_title(_title(word, "plot.title.throughput", packets, flow, zoomed))
     _legend(ax)
     return _finish(fig, ax)
+
+
+def _rate_unit(largest: float) -> tuple[str, float]:
+    """bit/s, kbit/s, Mbit/s or Gbit/s (powers of 1000), the largest that ``largest`` reaches."""
+    for unit, scale in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if largest >= scale:
+            return unit, scale
+    return "bit/s", 1.0
+
+
+def flow_span(packets, flow: int | None = None) -> tuple[float, float]:
+    """``t_range`` of a flow's whole life as its capture saw it: from its first packet (the
+    handshake) to its last (the FIN and ACKs of a reader that went on reading after the last
+    byte arrived)."""
+    view, _, _ = flow_view(packets, flow)
+    start, end = float(view["rel_time"].min()), float(view["rel_time"].max())
+    return start, max(end, start + 1e-6)
 
 
 def _sender_telemetry(telemetry: pd.DataFrame, direction: int) -> pd.DataFrame:
@@ -332,12 +556,20 @@ def _sender_telemetry(telemetry: pd.DataFrame, direction: int) -> pd.DataFrame:
     return rows.sort_values("time")
 
 
+#: The advertised window is cut off at the top of the axis when it reaches more than this many
+#: times the sender's own lines: then the event is the sender's, and a window far above it
+#: would squash it to the bottom of the graph.
+WINDOW_CUT = 2.0
+
+
 def window_and_inflight(packets, flow: int | None = None, *, telemetry: pd.DataFrame | None = None, ax=None,
                         direction: int | None = None, language: str | None = None):
     """Bytes in flight (Wireshark's ``bytes_in_flight``) and the peer's advertised window,
     plus, from ``ss`` telemetry if given, the sender's cwnd x MSS, send-buffer use
     (skmem ``w``) and size (skmem ``tb``). Telemetry ``time`` is epoch seconds, aligned with
-    the packets' ``time``."""
+    the packets' ``time``. The y axis is sized to the sender's lines; an advertised window
+    more than ``WINDOW_CUT`` times above them runs off its top, its legend entry saying how
+    far it went."""
     word = messages(language)
     view, flow, direction = flow_view(packets, flow, direction)
     data = view[(view["dir"] == direction) & (expert_column(view, "bytes_in_flight", -1) >= 0)]
@@ -345,15 +577,12 @@ def window_and_inflight(packets, flow: int | None = None, *, telemetry: pd.DataF
     if data.empty and acks.empty:
         raise ValueError(word("plot.missing.window", flow=flow))
     fig, ax = _new_axes(ax)
-    largest = 0.0
+    sender_top = 0.0  # the largest of the sender's own lines
     if len(data):
         ax.step(data["rel_time"], data["bytes_in_flight"], where="post", color=PALETTE["inflight"],
                 label=word("plot.bytes_in_flight"), gid="bytes_in_flight")
-        largest = max(largest, float(data["bytes_in_flight"].max()))
-    if len(acks):
-        ax.step(acks["rel_time"], acks["win"], where="post", color=PALETTE["window"],
-                label=word("plot.advertised_window"), gid="advertised_window")
-        largest = max(largest, float(acks["win"].max()))
+        sender_top = max(sender_top, float(data["bytes_in_flight"].max()))
+    lines = ()
     if telemetry is not None and len(telemetry):
         offset = float((view["time"] - view["rel_time"]).iloc[0])
         rows = _sender_telemetry(telemetry, direction)
@@ -361,14 +590,24 @@ def window_and_inflight(packets, flow: int | None = None, *, telemetry: pd.DataF
         lines = (("cwnd", rows.get("cwnd", np.nan) * rows.get("mss", np.nan), "-", PALETTE["cwnd"]),
                  ("sndbuf_used", rows.get("skmem_w"), ":", PALETTE["sndbuf"]),
                  ("sndbuf", rows.get("skmem_tb"), "--", PALETTE["sndbuf"]))
-        for role, values, style, colour in lines:
-            if values is None or not np.isfinite(np.asarray(values, float)).any():
-                continue
-            ax.step(t, values, where="post", linestyle=style, color=colour, label=word(f"plot.{role}"), gid=role)
-            largest = max(largest, float(np.nanmax(np.asarray(values, float))))
-    _bytes_axis(ax, largest, "plot.bytes", word)
+        lines = tuple(line for line in lines if line[1] is not None and np.isfinite(np.asarray(line[1], float)).any())
+        for _, values, _, _ in lines:
+            sender_top = max(sender_top, float(np.nanmax(np.asarray(values, float))))
+    window_top = float(acks["win"].max()) if len(acks) else 0.0
+    cut = sender_top > 0 and window_top > WINDOW_CUT * sender_top
+    if len(acks):
+        label = (word("plot.advertised_window_cut", size=format_size(window_top)) if cut
+                 else word("plot.advertised_window"))
+        ax.step(acks["rel_time"], acks["win"], where="post", color=PALETTE["window"], label=label,
+                gid="advertised_window")
+    for role, values, style, colour in lines:
+        ax.step(t, values, where="post", linestyle=style, color=colour, label=word(f"plot.{role}"), gid=role)
+    top = sender_top if cut else max(sender_top, window_top)
+    _bytes_axis(ax, top, "plot.bytes", word)
     ax.set_xlabel(word("plot.time"))
     ax.set_ylim(bottom=0)
+    if cut:
+        ax.set_ylim(top=1.08 * sender_top)
     ax.set_title(_title(word, "plot.title.window", packets, flow))
     _legend(ax)
     return _finish(fig, ax)
@@ -404,6 +643,12 @@ def _require_columns(frame: pd.DataFrame, *names: str | None) -> None:
         raise ValueError(f"sweep frame has no column {missing[0]!r} (columns: {', '.join(map(str, frame.columns))})")
 
 
+#: Marks of a sweep's lines, one per line (seaborn's filled markers), the first line's size in
+#: points, how much smaller each next line's marks are, and the least size.
+SWEEP_MARKERS = ["o", "X", "s", "P", "D", "^", "v", "p"]
+SWEEP_MARK_SIZE, SWEEP_MARK_STEP, SWEEP_MARK_MIN = 9.0, 2.0, 4.5
+
+
 def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, ax=None, logx: bool = False,
                 logy: bool = False, language: str | None = None):
     """One line per ``hue`` value of the mean of ``y`` over repetitions at each ``x``, with
@@ -411,8 +656,24 @@ def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, 
     on a log scale, still labelled in plain numbers."""
     _require_columns(frame, x, y, hue)
     fig, ax = _new_axes(ax)
-    sns.lineplot(data=frame, x=x, y=y, hue=hue, errorbar=("ci", 95), marker="o", ax=ax,
-                 palette="colorblind" if hue is not None else None)
+    if hue is None:
+        sns.lineplot(data=frame, x=x, y=y, errorbar=("ci", 95), marker="o", ax=ax)
+    else:
+        # A mark of its own for each line, and each later line's marks smaller and on top, so
+        # that two lines measured at the same point both show there.
+        levels = list(pd.unique(frame[hue].dropna()))  # in order of appearance, numbers sorted (as seaborn)
+        levels = sorted(levels) if pd.api.types.is_numeric_dtype(frame[hue]) else levels
+        palette = dict(zip(levels, sns.color_palette("colorblind", len(levels))))
+        sns.lineplot(data=frame, x=x, y=y, hue=hue, style=hue, hue_order=levels, style_order=levels,
+                     markers=SWEEP_MARKERS[:len(levels)] if len(levels) <= len(SWEEP_MARKERS) else True,
+                     dashes=False, errorbar=("ci", 95), palette=palette, ax=ax)
+        sizes = {level: max(SWEEP_MARK_SIZE - SWEEP_MARK_STEP * i, SWEEP_MARK_MIN) for i, level in enumerate(levels)}
+        by_colour = {tuple(np.round(colour, 6)): level for level, colour in palette.items()}
+        for line in ax.get_lines():  # the lines, and the empty ones the legend is made of
+            level = by_colour.get(tuple(np.round(matplotlib.colors.to_rgb(line.get_color()), 6)))
+            if level is not None:
+                line.set_markersize(sizes[level])
+                line.set_zorder(2 + 0.01 * levels.index(level))
     # Axes and legend title named as a table heads the same columns (``column.*``), each line
     # as a table writes the value (``cell.*``: "off (client)" translated, a label kept).
     t = messages(language)
@@ -430,6 +691,8 @@ def sweep_lines(frame: pd.DataFrame, x: str, y: str, hue: str | None = None, *, 
             ax.xaxis.set_minor_formatter(NullFormatter())  # and only they are labelled
     if logy:
         plain_log_scale(ax, "y")
+    if hue is not None:
+        _legend(ax)
     return _finish(fig, ax)
 
 
@@ -464,6 +727,6 @@ def theory_curve(ax, xs: Sequence[float], predict: Callable[[float], float], *, 
     xs = np.asarray(list(xs), dtype=float)
     ys = np.array([predict(x) for x in xs], dtype=float)
     line, = ax.plot(xs, ys, linestyle="--", color=PALETTE["predicted"], label=label or messages(language)("plot.theory"),
-                    gid="theory")
+                    gid="theory", zorder=1.9)  # under the measured lines and their marks
     _legend(ax)
     return line

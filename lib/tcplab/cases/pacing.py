@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import plots
 from ..analysis.metrics import goodput_series
 from ..analysis.table import flow_view
 from ..observe.ss import socket_rows
 from .trial import Trial
 
-__all__ = ["BIN_S", "wire_rate", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
+__all__ = ["BIN_S", "wire_rate", "wire_plot", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
            "throttled_reads", "summary"]
 
 
@@ -27,6 +28,23 @@ BIN_S = 0.1
 def wire_rate(trial: Trial, bin_s: float = BIN_S) -> pd.Series:
     """New payload on the wire per ``bin_s`` bin, in bytes per second, indexed by time (s)."""
     return goodput_series(trial.packets, bin_s=bin_s) / 8
+
+
+def wire_plot(runs: list[tuple[Trial, float]], *, bin_s: float = BIN_S, language: str | None = None):
+    """Payload on the wire in ``bin_s`` bins, a panel per (trial, target rate in B/s) with the
+    target dashed, each over its connection's whole life (:func:`~tcplab.plots.flow_span`):
+    a reader still reading after the last byte arrived shows empty bins there, where a panel
+    of the data alone would show one bin for a transfer that fits in one. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    plots.use_house_style()
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.35 * len(runs), 3.4), squeeze=False)
+    for ax, (trial, target) in zip(axes[0], runs):
+        plots.throughput(trial.packets, bin_s=bin_s, reference_bps=8 * target, ax=ax,
+                         t_range=plots.flow_span(trial.packets), language=language)
+        ax.set_title(trial.label)
+    plots.tidy(fig)
+    return fig
 
 
 def shape(trial: Trial, *, bin_s: float = BIN_S) -> dict[str, float]:

@@ -7,10 +7,13 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from .. import plots
 from ..analysis import theory
+from ..words import messages
 from .trial import Trial
 
-__all__ = ["TCP_MAX_WSCALE", "UNSCALED_MAX", "initial_wscale", "handshake", "handshakes", "parallel_unscaled"]
+__all__ = ["TCP_MAX_WSCALE", "UNSCALED_MAX", "initial_wscale", "handshake", "handshakes", "parallel_unscaled",
+           "ceiling_plot"]
 
 #: The largest shift RFC 7323 allows (include/net/tcp.h: TCP_MAX_WSCALE).
 TCP_MAX_WSCALE = 14
@@ -78,3 +81,23 @@ def parallel_unscaled(trials: Iterable[Trial], *, rtt_s: float, rate_bps: float)
                      "predicted MB/s": theory.window_limited_throughput(n * UNSCALED_MAX, rtt_s,
                                                                        theory.max_goodput(rate_bps)) / 8e6})
     return pd.DataFrame(rows).set_index("variant")
+
+
+def ceiling_plot(runs: pd.DataFrame, *, rate_bps: float, language: str | None = None):
+    """Steady throughput against RTT (log axis), a line per scaling setting (``runs``: one row
+    per run, columns ``rtt_ms``, ``steady Mbit/s`` and ``scaling``), with the ceiling an
+    unscaled window allows, 65535 B per round trip (dashed), and the line's payload rate
+    (dotted); every line named in the legend. Returns the figure."""
+    word = messages(language)
+    fig = plots.sweep_lines(runs, x="rtt_ms", y="steady Mbit/s", hue="scaling", logx=True, language=language)
+    ax = fig.axes[0]
+    rtts = sorted(runs["rtt_ms"].unique())
+    plots.theory_curve(ax, rtts, lambda r: theory.window_limited_throughput(UNSCALED_MAX, r / 1e3) / 1e6,
+                       label=word("plot.07-window-scaling.unscaled_ceiling"))
+    ax.axhline(theory.max_goodput(rate_bps) / 1e6, color=plots.PALETTE["configured"], linewidth=1, linestyle=":",
+               label=word("plot.07-window-scaling.line_rate"), gid="line_rate")
+    ax.set_xlabel(word("plot.rtt_ms"))
+    ax.set_title(word("plot.07-window-scaling.ceiling"))
+    plots.legend(ax)
+    plots.tidy(fig)
+    return fig

@@ -21,7 +21,7 @@ from ..analysis.table import data_direction, main_flow
 from ..observe.ss import read_by
 from .trial import Trial
 
-__all__ = ["pause", "sender_packets", "receiver_packets", "probe_table", "episode", "windows_offered", "recovery",
+__all__ = ["pause", "pause_span", "sender_packets", "receiver_packets", "probe_table", "episode", "windows_offered", "recovery",
            "receive_queue", "probe_schedule", "probes_against_schedule", "probes_answered_as_expected", "receive_queue_plot", "collapses", "collapse_row",
            "PROBE_COUNTERS", "COLLAPSE_COUNTERS", "RTO_MAX_S"]
 
@@ -79,6 +79,26 @@ def episode(packets: pd.DataFrame) -> tuple[float, float]:
     start = float(zero["rel_time"].iloc[0])
     reopened = acks[(acks["rel_time"] > start) & (acks["win"] > 0)]
     return start, float(reopened["rel_time"].iloc[0]) if len(reopened) else math.nan
+
+
+def pause_span(trial: Trial, round_trips: float = 5.0) -> tuple[float, float]:
+    """``t_range`` (rel_time) of the sender's capture that holds the zero-window episode: from
+    the first data segment to ``round_trips`` round trips (the median ACK round trip; 100 ms
+    without one) after the window reopened, when the sender has restarted. The rest of a large
+    transfer, sent at full speed, would size a graph's axes to itself and squash the episode.
+    The whole transfer where the window never closed (or the reader never paused)."""
+    packets = sender_packets(trial)
+    direction = data_direction(packets)
+    sent = packets.loc[(packets["dir"] == direction) & (packets["len"] > 0), "rel_time"]
+    start, last = float(sent.min()), float(sent.max())
+    reopened = episode(packets)[1]
+    if math.isnan(reopened):
+        reopened = pause(trial, packets)[1]
+    if math.isnan(reopened):
+        return start, last
+    samples = packets["ack_rtt"].dropna() if "ack_rtt" in packets else pd.Series(dtype=float)
+    rtt = float(samples.median()) if len(samples) else 0.1
+    return start, max(min(last, reopened + round_trips * rtt), reopened)
 
 
 def windows_offered(packets: pd.DataFrame, start: float, end: float) -> list[int]:
