@@ -376,9 +376,14 @@ class _Reasoner:
             return math.nan
         return theory.window_limited_throughput(window, rtt, self.context.get("rate_bps"))
 
+    def _goodput(self) -> str:
+        """The flow's goodput with the span it is timed over: a page that also shows the
+        application's time, or a steady second half, shows a slightly different rate."""
+        return self.words("diagnosis.goodput_span", goodput=_rate_bytes(self.m.goodput_bps))
+
     def _common(self) -> dict[str, str]:
         m = self.m
-        return {"goodput": _rate_bytes(m.goodput_bps), "rtt": _dur(self.rtt), "rtt_min": _dur(m.rtt_min_s),
+        return {"goodput": self._goodput(), "rtt": _dur(self.rtt), "rtt_min": _dur(m.rtt_min_s),
                 "rtt_p90": _dur(m.rtt_p90_s), "rwnd": _size(m.rwnd_median_bytes), "rwnd_max": _size(m.rwnd_max_bytes),
                 "inflight_plateau": _size(m.inflight_plateau_bytes), "inflight_mean": _size(m.inflight_mean_bytes),
                 "inflight_max": _size(m.inflight_max_bytes)}
@@ -464,7 +469,7 @@ class _Reasoner:
                          # Neither rule (a SACK recovery, a tail-loss probe): said, so the parts add up.
                          other_retransmissions=max(m.retransmissions - m.fast_retransmissions - m.timeouts, 0),
                          dup_acks=m.dup_acks, sack_blocks=m.sack_blocks, share=format_share(share), mathis=_rate_bytes(mathis),
-                         goodput=_rate_bytes(m.goodput_bps)) + (
+                         goodput=self._goodput()) + (
             self._say("congestion-loss-cwnd") + self._cwnd_sentences() if self._cwnd_reason else []) + self._pruned()
 
     def _path_bandwidth(self, share: float) -> list[str]:
@@ -475,7 +480,7 @@ class _Reasoner:
         if rate:
             best = self._max_goodput(rate)
             self.evidence.update(rate_bps=rate, max_goodput_bps=best)
-            out += self._say("path-bandwidth-rate", goodput=_rate_bytes(m.goodput_bps), rate_share=format_share(m.goodput_bps / best),
+            out += self._say("path-bandwidth-rate", goodput=self._goodput(), rate_share=format_share(m.goodput_bps / best),
                              rate=format_rate(rate), max_goodput=_rate_bytes(best))
         if self._window_held_by_queue:
             predicted = self._predicted(m.rwnd_median_bytes)
@@ -511,7 +516,7 @@ class _Reasoner:
             self.evidence.update(exchanges=turns, message_median_bytes=f.turn_bytes_median,
                                  peer_wait_median_s=wait, rtt_s=self.rtt, goodput_bps=m.goodput_bps)
             out += self._say("application-exchanges", exchanges=turns, message=_size(f.turn_bytes_median),
-                             wait=_dur(wait), rtt=_dur(self.rtt), goodput=_rate_bytes(m.goodput_bps))
+                             wait=_dur(wait), rtt=_dur(self.rtt), goodput=self._goodput())
         if f.app_gaps or turns is None:
             out += self._gap_evidence("application-limited", f.app_gaps, f.app_gap_s, f.app_gap_median_s, share)
             if f.peer_wait_gaps:
