@@ -214,6 +214,18 @@ def test_a_figure_is_drawn_in_the_language_it_is_given_and_else_in_tcplab_lang(b
         plots.rtt(flow0(bulk).assign(ack_rtt=np.nan), language="zh")
 
 
+def test_a_figure_is_described_in_the_words_on_it_for_its_alt_text():
+    """The image's alt text says what the figure shows: its title, each panel's title and what
+    it plots against what, in the figure's own words (so in the page's language)."""
+    fig, (left, right) = plt.subplots(1, 2)
+    fig.suptitle("Two runs")
+    left.set(title="Goodput", xlabel="time (s)", ylabel="goodput (Mbit/s)")
+    right.set(ylabel="bytes (KB)")
+    assert plots.describe(fig, language="en") == "Two runs. Goodput: goodput (Mbit/s) against time (s). bytes (KB)"
+    assert plots.describe(fig, language="zh") == "Two runs。Goodput：goodput (Mbit/s) 随 time (s) 的变化。bytes (KB)"
+    plt.close(fig)
+
+
 def test_a_title_numbers_the_flow_only_where_the_capture_holds_several(bulk):
     """A trial's capture holds one flow: "flow 0" in its titles would name nothing."""
     assert plots.time_sequence(bulk).axes[0].get_title() == "Time-sequence, flow 0"

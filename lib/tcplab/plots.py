@@ -43,6 +43,51 @@ def use_house_style() -> None:
                   rc={"figure.figsize": (8, 3.6), "figure.dpi": 110, "savefig.dpi": 150,
                       "axes.titleweight": "bold", "axes.titlesize": 11,
                       "font.family": ["DejaVu Sans", "Noto Sans CJK SC", "sans-serif"]})
+    _describe_figures()
+
+
+def describe(fig, *, language: str | None = None) -> str:
+    """A figure in words for a reader who cannot see it, the alt text of its image: its title,
+    then each panel's title and what it plots against what, in the words already on it."""
+    word = messages(language)
+    suptitle = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+    panels = []
+    for ax in fig.axes:
+        title, x, y = ax.get_title(), ax.get_xlabel(), ax.get_ylabel()
+        axes = word("plot.alt.against", y=y, x=x) if x and y else (y or x)
+        if title and axes:
+            panels.append(word("plot.alt.panel", title=title, axes=axes))
+        elif title or axes:
+            panels.append(title or axes)
+    return word("plot.alt.separator").join(([suptitle] if suptitle else []) + panels)
+
+
+def _describe_figures() -> None:
+    """Have this IPython kernel show every figure's image with :func:`describe` as its alt text
+    (nothing outside IPython). The inline backend installs its figure printer with the first
+    figure; where none is open yet, it is loaded here (switching closes no figure then)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from matplotlib.figure import Figure
+
+    png = shell.display_formatter.formatters["image/png"]
+    if Figure not in png.type_printers and not plt.get_fignums():
+        plt.switch_backend(matplotlib.get_backend())
+    printer = png.type_printers.get(Figure)
+    if printer is None or getattr(printer, "tcplab_described", False):
+        return
+
+    def described(fig):
+        data = printer(fig)
+        return (data, {"alt": describe(fig)}) if data else data
+
+    described.tcplab_described = True
+    png.for_type(Figure, described)
 
 
 def configured_vs_measured(rows: Iterable[dict], *, title: str | None = None, language: str | None = None):

@@ -45,6 +45,8 @@ def test_outputs_scores_and_chinese_text_are_in_the_page(alpha_html):
     assert "中文内容显示正常" in alpha_html          # markdown, as characters not entities
     assert "拥塞窗口每个往返时间翻倍" in alpha_html    # printed output
     assert re.search(r'<img [^>]*src="data:image/png;base64,', alpha_html), "the seaborn plot"
+    # The figure in words, for a reader who cannot see it (plots.describe, via the kernel).
+    assert re.search(r'<img [^>]*alt="cwnd per round trip: cwnd against round"', alpha_html)
     assert "Noto Sans CJK SC" in alpha_html
 
 
