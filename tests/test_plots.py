@@ -123,6 +123,15 @@ def test_a_byte_axis_reads_in_kb_or_mb_without_an_offset():
     plt.close(fig)
 
 
+@pytest.mark.parametrize("largest, unit", [(1_500, "B"), (3_000, "KB"), (1.5 * 1024**2, "KB"), (3.2e6, "MB")])
+def test_a_byte_axis_takes_the_larger_unit_from_two_of_it(largest, unit):
+    fig, ax = plt.subplots()
+    ax.step([0, 1], [0, largest])
+    plots.byte_axis(ax, language="en")
+    assert ax.get_ylabel() == f"bytes ({unit})"
+    plt.close(fig)
+
+
 def test_zoom_limits_the_time_axis_and_the_drawn_data(bulk):
     fig = plots.time_sequence(bulk.packets, t_range=(0.024, 0.030))
     ax = fig.axes[0]

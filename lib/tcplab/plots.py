@@ -198,9 +198,10 @@ def _finish(fig, ax):
 
 
 def _binary_unit(largest: float) -> tuple[str, int]:
-    """KB/MB as in the kernel's buffer sysctls (powers of 1024)."""
+    """KB/MB as in the kernel's buffer sysctls (powers of 1024): the larger unit from two of
+    it, so an axis to 3 MB reads 0 … 3, not 0 … 3000 KB, and one to 1.5 MB keeps whole KB."""
     for unit, scale in (("MB", 1024**2), ("KB", 1024)):
-        if largest >= 10 * scale:
+        if largest >= 2 * scale:
             return unit, scale
     return "B", 1
 
