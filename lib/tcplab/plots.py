@@ -28,6 +28,7 @@ from matplotlib.transforms import Bbox
 
 from .analysis.metrics import goodput_series
 from .analysis.table import expert_column, flow_view
+from .display import formatter
 from .units import ParameterError, format_duration, format_size
 from .words import Messages, messages
 
@@ -66,16 +67,11 @@ def _describe_figures() -> None:
     """Have this IPython kernel show every figure's image with :func:`describe` as its alt text
     (nothing outside IPython). The inline backend installs its figure printer with the first
     figure; where none is open yet, it is loaded here (switching closes no figure then)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    shell = get_ipython()
-    if shell is None:
+    png = formatter("image/png")
+    if png is None:
         return
     from matplotlib.figure import Figure
 
-    png = shell.display_formatter.formatters["image/png"]
     if Figure not in png.type_printers and not plt.get_fignums():
         plt.switch_backend(matplotlib.get_backend())
     printer = png.type_printers.get(Figure)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..display import formatter
 from ..words import Messages
 
 __all__ = ["cell_text", "frame_html", "use_house_style", "GAP", "WIDE_COLUMNS"]
@@ -152,13 +153,8 @@ def _mark_columns(html: str, columns: list[int]) -> str:
 def use_house_style() -> None:
     """Have this IPython kernel show every frame and series with :func:`frame_html` (nothing
     outside IPython)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
+    html = formatter("text/html")
+    if html is None:
         return
-    shell = get_ipython()
-    if shell is None:
-        return
-    html = shell.display_formatter.formatters["text/html"]
     html.for_type(pd.DataFrame, frame_html)
     html.for_type(pd.Series, frame_html)
