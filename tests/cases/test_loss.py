@@ -56,6 +56,18 @@ def test_window_cuts_find_each_lowering_of_ssthresh():
     assert cuts["cwnd_min_after"].iloc[0] == 70
 
 
+def test_the_cuts_table_heads_its_time_with_a_unit_and_keeps_the_first_cuts():
+    probe = pd.DataFrame({"time": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5],
+                          "cwnd": [10, 100, 100, 70, 80, 1],
+                          "ssthresh": [np.nan, np.nan, 70, 70, 70, 56]})
+    cuts = loss.window_cuts(probe)
+    table = loss.cuts_table(cuts)
+    assert list(table.columns) == ["time s", "cwnd_before", "ssthresh_after", "ratio", "cwnd_min_after"]
+    assert list(table["time s"]) == list(cuts["time"])
+    assert list(loss.cuts_table(cuts, first=1)["ssthresh_after"]) == [70]  # the first, in order of time
+    assert loss.cuts_table(loss.window_cuts(probe.iloc[:0]), first=8).empty
+
+
 def test_expected_goodput_and_sizes_follow_the_loss():
     line = theory.max_goodput(100e6)
     assert loss.expected_goodput("cubic", 0.02, 0, 100e6) == pytest.approx(line)

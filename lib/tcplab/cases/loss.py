@@ -23,7 +23,7 @@ from . import sweep
 from .trial import Trial
 
 __all__ = ["expected_goodput", "transfer_size", "seconds_for", "lasting", "sender_probe", "window_cuts",
-           "timeouts", "measure", "points", "label", "run", "summary"]
+           "cuts_table", "timeouts", "measure", "points", "label", "run", "summary"]
 
 #: Sender silence before a resend that makes it a retransmission *timeout*: Linux's RTO is
 #: at least 200 ms (TCP_RTO_MIN); a tail-loss probe fires after about two round trips.
@@ -130,6 +130,14 @@ def window_cuts(probe: pd.DataFrame) -> pd.DataFrame:
         rows.append({"time": times[i], "cwnd_before": cwnd[i - 1], "ssthresh_after": ss[i],
                      "ratio": ss[i] / cwnd[i - 1], "cwnd_min_after": float(after.min())})
     return pd.DataFrame(rows, columns=["time", "cwnd_before", "ssthresh_after", "ratio", "cwnd_min_after"])
+
+
+def cuts_table(cuts: pd.DataFrame, first: int | None = None) -> pd.DataFrame:
+    """:func:`window_cuts` as a page shows them, in order of time (the first ``first`` of them
+    where given), the time headed with its unit: seconds into the run, on the capture's clock
+    (``time s``, as case 09's events table heads its own)."""
+    shown = cuts if first is None else cuts.head(first)
+    return shown.rename(columns={"time": "time s"}).reset_index(drop=True)
 
 
 def timeouts(trial: Trial, probe: pd.DataFrame | None = None) -> pd.DataFrame:
