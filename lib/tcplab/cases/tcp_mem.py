@@ -81,7 +81,8 @@ def events_table(trial: Trial, first: int | None = None) -> pd.DataFrame:
 
 
 def exceed_summary(trial: Trial) -> dict[str, Any]:
-    """Counts by kind, the first event's time and allocated pages, the limits it recorded."""
+    """Counts by kind, the first event's time and allocated pages, the limits it recorded most
+    often, written as the case writes them (:func:`limits_text`: "64 / 96 / 128 pages")."""
     events = exceed_events(trial)
     if events.empty:
         return {"events": 0, "SK_MEM_SEND": 0, "SK_MEM_RECV": 0, "first_t": None, "first_allocated": None,
@@ -93,7 +94,7 @@ def exceed_summary(trial: Trial) -> dict[str, Any]:
         "SK_MEM_RECV": int(kinds.get("SK_MEM_RECV", 0)),
         "first_t": float(events["t"].min()),
         "first_allocated": int(events.loc[events["t"].idxmin(), "allocated"]),
-        "limits_seen": str(events["sysctl_mem"].mode().iloc[0]).replace(",", " "),
+        "limits_seen": limits_text(events["sysctl_mem"].mode().iloc[0]),
         "protocols": sorted(events["proto"].astype(str).unique()),
     }
 
