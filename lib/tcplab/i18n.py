@@ -39,7 +39,7 @@ from .course import NOTEBOOKS, available_cases
 from .files import write_atomically
 from .units import ParameterError
 from .params import check_language
-from .words import FALLBACK_LANGUAGE, STRINGS_DIR, languages, template_fields
+from .words import FALLBACK_LANGUAGE, STRINGS_DIR, choice_only_fields, languages, template_fields
 
 __all__ = ["SCHEMA", "I18N_DIR", "source_sha256", "translations_dir", "translation_path", "Translation",
            "read_translation", "write_translation", "translate_notebook", "translated_title", "stub",
@@ -373,7 +373,10 @@ def check_strings(language: str, strings_dir: str | Path | None = None) -> Strin
             result.stale.append(key)
         else:
             result.translated += 1
-        if template_fields(own[key]) != template_fields(text):
+        # A number that only chooses the English word's plural ({n|segment|segments}) may go
+        # unused in a language that has none.
+        fields, optional = template_fields(text), choice_only_fields(text)
+        if not (fields - optional <= template_fields(own[key]) <= fields):
             result.placeholders.append(key)
     result.extra = [k for k in own if k not in english]
     return result

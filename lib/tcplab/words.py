@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
-__all__ = ["Messages", "messages", "default_language", "speaking", "languages", "template_fields", "STRINGS_DIR",
+__all__ = ["Messages", "messages", "default_language", "speaking", "languages", "template_fields", "choice_only_fields", "STRINGS_DIR",
            "SaidWhereItArose", "SaidByReason"]
 
 STRINGS_DIR = Path(__file__).parent / "strings"
@@ -99,6 +99,17 @@ def _agree(template: str, fields: dict[str, Any]) -> str:
         name, one, other = match.groups()
         return one if str(fields.get(name, "")).strip() == "1" else other
     return _PLURAL.sub(choose, template)
+
+
+def choice_only_fields(template: str) -> set[str]:
+    """The numbers a template names only to choose a word ("unit.segments":
+    ``{n|segment|segments}``): a language without plurals may leave them out."""
+    plain = _PLURAL.sub("", template)
+    try:
+        named = {name for _, name, _, _ in string.Formatter().parse(plain) if name is not None}
+    except ValueError:
+        named = set()
+    return {m.group(1) for m in _PLURAL.finditer(template)} - named
 
 
 def template_fields(template: str) -> set[str]:
@@ -199,10 +210,16 @@ class Messages:
         when no key has it."""
         return self._or_itself("metric", name)
 
-    def unit(self, name: str) -> str:
+    def unit(self, name: str, count: Any = None) -> str:
         """A check's unit as a page writes it (``unit.<name>``): words such as "segments" are
-        translated, symbols (ms, MB/s, B) have no key and stay as they are."""
-        return self._or_itself("unit", name) if name else name
+        translated, and agree with ``count`` where the language's word has a plural choice on
+        ``{n}`` ("1 segment"; no count: the plural); symbols (ms, MB/s, B) have no key and stay
+        as they are."""
+        key = f"unit.{name}"
+        if not name or not self.has(key):
+            return name
+        template = self._own.get(key, self._fallback.get(key))
+        return _agree(template, {"n": 1 if count == 1 else ""})
 
     def column(self, name: str) -> str:
         """A table's column header (or a figure's axis named after one) as a page shows it, in

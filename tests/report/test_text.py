@@ -9,7 +9,7 @@ from tcplab.report.editions import EDITIONS
 from tcplab.report.handout import STATUSES
 from tcplab.report.templating import TEMPLATES_DIR, counter_content, css_string, format_value
 from tcplab.units import ParameterError
-from tcplab.words import STRINGS_DIR, Messages, speaking, template_fields
+from tcplab.words import STRINGS_DIR, Messages, choice_only_fields, speaking, template_fields
 
 
 def test_missing_translation_falls_back_to_english():
@@ -57,6 +57,17 @@ def test_a_word_agrees_with_the_number_the_page_writes():
     lone = [k for k, v in english.items() if not k.startswith(("error.", "pcap_error."))
             and re.search(r"\{\w+\} (?:times|round trips|segments|probes)\b|\w\(s\)", v)]
     assert not lone, lone  # a count's noun that cannot agree with it
+
+
+def test_a_unit_that_is_a_word_agrees_with_its_value():
+    """Checks tables and rules write "1 segment" and "at least 2 round trips"; a language
+    without plurals may leave the choosing number out of its unit."""
+    en, zh = Messages("en"), Messages("zh")
+    assert format_value(1, "segments", en) == "1 segment" and format_value(1.0, "round trips", en) == "1 round trip"
+    assert format_value(2, "segments", en) == "2 segments" and format_value(0.5, "pages", en) == "0.5 pages"
+    assert format_value(1, "ms", en) == "1 ms" and en.unit("segments") == "segments"
+    assert "{" not in format_value(1, "segments", zh) and "{" not in zh.unit("probes")
+    assert choice_only_fields("{n|segment|segments}") == {"n"} and choice_only_fields("{n} {n|flow|flows}") == set()
 
 
 def test_a_column_header_keeps_the_kernel_names_in_it():

@@ -30,7 +30,7 @@ def format_value(value: Any, unit: str = "", t: Messages | None = None) -> str:
     else:
         text = cell_text(value, t)  # a word ("off", "none") in the words of t, as the unit
     if t is not None:
-        unit = t.unit(unit)
+        unit = t.unit(unit, count=value)
     return f"{text} {unit}" if unit and text != GAP else text
 
 
