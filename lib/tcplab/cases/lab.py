@@ -343,7 +343,10 @@ class CaseLab:
         a measured number is said with :meth:`say` instead."""
         from IPython.display import Markdown, display  # only where a notebook runs
 
-        display(Markdown(Messages()(f"note.{self.case_id}.{name}", **words)))
+        t = Messages()
+        if words.get("backend"):  # a code ("delayline"; "delayline,netem" where both ran) in words
+            words["backend"] = ", ".join(t.label("backend", code) for code in str(words["backend"]).split(","))
+        display(Markdown(t(f"note.{self.case_id}.{name}", **words)))
 
     def health(self) -> tuple[int, list[str]]:
         """How many of the variants and measurements read so far carry a health reading, and
