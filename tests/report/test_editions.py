@@ -59,7 +59,11 @@ def test_the_student_edition_drops_what_only_the_instructor_may_see_inside_a_cel
     result = scores.within("stall", 44.0, 45.9, tolerance=0.5, unit="ms")
     card = scores.Scores(case_id="04-x", title="x", backend="netem", mode="live", checks=(result,))
     checks.outputs = [v.new_output("display_data", data=scores.scores_output(card, language="en"))]
-    nb = v.new_notebook(cells=[theory, table, checks])
+    said = v.new_code_cell('lab.say("rounds", ...)')  # a sentence of the run, its theory marked
+    said.outputs = [v.new_output("display_data", data={
+        "text/markdown": 'It took 4 round trips<span class="tcplab-instructor"> (theory predicts 4)</span>.',
+        "text/plain": "<Markdown>"})]
+    nb = v.new_notebook(cells=[theory, table, checks, said])
 
     student = apply_edition(nb, "student")
     assert student.cells[0].source == "The cap is 4 × 1448 bytes."
@@ -67,8 +71,10 @@ def test_the_student_edition_drops_what_only_the_instructor_may_see_inside_a_cel
     assert "measured ms" in shown and "45.9" in shown and "predicted" not in shown and "44" not in shown
     card_html = student.cells[2].outputs[0]["data"]["text/html"]
     assert "Measured" in card_html and "Predicted" not in card_html and "Rule" not in card_html
+    assert student.cells[3].outputs[0]["data"]["text/markdown"] == "It took 4 round trips."
     # The instructor's page keeps all of it, and the notebook itself is left as it was.
     instructor = apply_edition(nb, "instructor")
+    assert "theory predicts 4" in instructor.cells[3].outputs[0]["data"]["text/markdown"]
     assert "= 5792" in instructor.cells[0].source and "predicted ms" in instructor.cells[1].outputs[0]["data"]["text/html"]
     assert "Predicted" in instructor.cells[2].outputs[0]["data"]["text/html"]
     assert "= 5792" in nb.cells[0].source

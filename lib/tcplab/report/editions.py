@@ -47,7 +47,8 @@ _INSTRUCTOR_SPAN = re.compile(r'<span class="%s">.*?</span>' % INSTRUCTOR_CLASS,
 
 def without_instructor_parts(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """``nb`` (changed in place) without the elements of class :data:`INSTRUCTOR_CLASS`: spans in
-    Markdown, and cells and columns of the HTML tables its code cells showed."""
+    Markdown (cells, and sentences its code cells said), and cells and columns of the HTML
+    tables its code cells showed."""
     from bs4 import BeautifulSoup
 
     for cell in nb.cells:
@@ -55,6 +56,10 @@ def without_instructor_parts(nb: nbformat.NotebookNode) -> nbformat.NotebookNode
             cell.source = _INSTRUCTOR_SPAN.sub("", cell.source)
             continue
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            markdown = (output.get("data") or {}).get("text/markdown")  # a sentence the run said
+            if markdown is not None:
+                markdown = markdown if isinstance(markdown, str) else "".join(markdown)
+                output["data"]["text/markdown"] = _INSTRUCTOR_SPAN.sub("", markdown)
             html = (output.get("data") or {}).get("text/html")
             if html is None or INSTRUCTOR_CLASS not in html:
                 continue
