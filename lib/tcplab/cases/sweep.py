@@ -94,12 +94,15 @@ def build(axes: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
 
 
 #: Share of the line a steady rate reaches without random loss, for a floor: model-based
-#: bbr paces at the bottleneck's rate. A loss-based sender's start overflows the one-BDP
-#: bottleneck queue, and the cuts that follow (0.7 each in cubic; two in the measured runs)
-#: can leave about one BDP in flight for the seconds cubic takes to grow back. One BDP
-#: fills the line only at the base round trip, and a kernel busy with the transfer
+#: bbr paces at the bottleneck's rate once it has measured it, but its start overshoots the
+#: one-BDP bottleneck queue too (6.8 and 8.9 % of segments resent in two lossless quick runs
+#: on 6.18), and where the recovery falls into the steady half of a 4 MB transfer it reads
+#: lower: 1.0 of the line in one of those runs, 0.90 in the other. A loss-based sender's
+#: start overflows the queue, and the cuts that follow (0.7 each in cubic; two in the
+#: measured runs) can leave about one BDP in flight for the seconds cubic takes to grow back.
+#: One BDP fills the line only at the base round trip, and a kernel busy with the transfer
 #: stretches it (UML's 6.1 at 100 Mbit/s: 20 to 28 ms, a 0.8 s run at 0.82 of the line).
-LINE_SHARE_WITHOUT_LOSS = {"bbr": 0.9, "loss-based": 0.75}
+LINE_SHARE_WITHOUT_LOSS = {"bbr": 0.8, "loss-based": 0.75}
 
 
 def line_share_without_loss(cc: str) -> float:
