@@ -104,12 +104,7 @@ def _agree(template: str, fields: dict[str, Any]) -> str:
 def choice_only_fields(template: str) -> set[str]:
     """The numbers a template names only to choose a word ("unit.segments":
     ``{n|segment|segments}``): a language without plurals may leave them out."""
-    plain = _PLURAL.sub("", template)
-    try:
-        named = {name for _, name, _, _ in string.Formatter().parse(plain) if name is not None}
-    except ValueError:
-        named = set()
-    return {m.group(1) for m in _PLURAL.finditer(template)} - named
+    return {m.group(1) for m in _PLURAL.finditer(template)} - template_fields(_PLURAL.sub("", template))
 
 
 def template_fields(template: str) -> set[str]:
@@ -218,8 +213,12 @@ class Messages:
         key = f"unit.{name}"
         if not name or not self.has(key):
             return name
-        template = self._own.get(key, self._fallback.get(key))
-        return _agree(template, {"n": 1 if count == 1 else ""})
+        return _agree(self(key), {"n": 1 if count == 1 else ""})
+
+    def backends(self, codes: str) -> str:
+        """Backend codes as pages name them: "delayline,netem" (cases that ran on both) is
+        "delay line, netem"."""
+        return ", ".join(self.label("backend", code.strip()) for code in codes.split(","))
 
     def column(self, name: str) -> str:
         """A table's column header (or a figure's axis named after one) as a page shows it, in

@@ -345,7 +345,7 @@ class CaseLab:
 
         t = Messages()
         if words.get("backend"):  # a code ("delayline"; "delayline,netem" where both ran) in words
-            words["backend"] = ", ".join(t.label("backend", code) for code in str(words["backend"]).split(","))
+            words["backend"] = t.backends(str(words["backend"]))
         display(Markdown(t(f"note.{self.case_id}.{name}", **words)))
 
     def health(self) -> tuple[int, list[str]]:

@@ -52,7 +52,7 @@ class ReportContext:
         t = t or self.messages()
         if not self.backend:
             return t("value.unknown")
-        return ", ".join(t.label("backend", b.strip()) for b in self.backend.split(","))
+        return t.backends(self.backend)
 
 
 def combine_backends(backends: Iterable[str | None]) -> str | None:
