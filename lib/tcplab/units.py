@@ -34,6 +34,10 @@ __all__ = [
 ]
 
 
+#: What separates groups of three digits in every number a page writes (12 345).
+THIN_SPACE = "\u202f"
+
+
 class ParameterError(SaidWhereItArose, ValueError):
     """A parameter value that cannot be used; says which parameter and what is accepted."""
 
@@ -193,7 +197,7 @@ def format_share(fraction: float, *, signed: bool = False) -> str:
     percent = 100 * fraction
     if 0 < abs(percent) < 0.05:
         return "< 0.1 %"
-    text = f"{round(percent, 1):,.1f}".removesuffix(".0").replace(",", "\u202f")  # thin space, as tables group
+    text = f"{round(percent, 1):,.1f}".removesuffix(".0").replace(",", THIN_SPACE)
     if text == "-0":
         text = "0"
     return f"{'+' if signed and percent > 0 else ''}{text} %"

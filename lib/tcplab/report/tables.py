@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..display import formatter
+from ..units import THIN_SPACE
 from ..words import Messages
 
 __all__ = ["cell_text", "frame_html", "use_house_style", "GAP", "WIDE_COLUMNS"]
@@ -27,7 +28,6 @@ __all__ = ["cell_text", "frame_html", "use_house_style", "GAP", "WIDE_COLUMNS"]
 GAP = "—"
 #: Tables with more columns than this are set smaller (``table.tcplab-wide`` in report.css).
 WIDE_COLUMNS = 6
-_THIN_SPACE = "\u202f"
 
 
 #: A header cell of at most 6 characters and no space, as pandas writes it.
@@ -40,7 +40,7 @@ def _grouped(digits: str) -> str:
     groups = []
     while len(head) > 3:
         head, groups = head[:-3], [head[-3:], *groups]
-    return sign + _THIN_SPACE.join([head, *groups]) + dot + tail
+    return sign + THIN_SPACE.join([head, *groups]) + dot + tail
 
 
 #: Below this a number is written 0: no quantity of the course is measured to a billionth of
