@@ -7,6 +7,8 @@ import pytest
 
 from tcplab.cases import ss_fields
 from tcplab.cases.replay import replay_root
+from tcplab.cases.trial import Trial
+from tcplab.runs import load_run
 from tcplab.observe.ss import frame, parse_ss
 
 LINE = ("ESTAB 0 65536 10.201.2.2:5001 10.201.1.2:40000 skmem:(r0,rb131072,t0,tb32768,f3200,w70528,o0,bl0,d0) "
@@ -45,6 +47,7 @@ def test_field_table_shows_units_and_predictions():
     table = ss_fields.field_table({"s": row}, {"s": {"skmem_tb": 32768}})
     assert table.loc["skmem tb", "s"] == 32768 and table.loc["skmem tb", "s: predicted"] == 32768
     assert table.loc["rtt (srtt)", "s"] == "23.266 ms"
+    assert table.loc["rto", "s"] == "224 ms"  # ss's rto:224, not 224.000
     assert table.loc["send", "s"] == "19.90 Mbit/s"
 
 
@@ -94,3 +97,15 @@ def test_both_queues_while_the_reader_paused():
     assert 0 < paused["Send-Q max"] <= paused["w max"], paused
     assert 0.9 * paused["tb"] <= paused["w max"] <= 1.2 * paused["tb"], paused  # the writer blocked near tb
     assert paused["unacked median"] == 0, paused                                 # all sent was acknowledged
+
+
+@pytest.mark.parametrize("run", ["rcvbuf-32KB", "sndbuf-16KB", "autotuned"])
+def test_the_kernels_verdict_reads_the_same_in_the_table_and_the_diagnosis(run):
+    """Case 11's table of rwnd_limited/sndbuf_limited and the diagnosis on the same page read one
+    socket's counters by one rule (a page once said 98.5 % in one and 98.3 % in the other)."""
+    trial = Trial(run, load_run(replay_root() / "11-reading-ss" / run), replayed=True)
+    table = ss_fields.limited_share(trial.telemetry, trial.sender)
+    diagnosis = trial.metrics.telemetry_summary
+    assert table["rwnd_limited"] == pytest.approx(diagnosis.get("rwnd_limited_share", 0))
+    assert table["sndbuf_limited"] == pytest.approx(diagnosis.get("sndbuf_limited_share", 0))
+    assert table["busy_s"] > 0

@@ -34,9 +34,10 @@ def test_build_labels_points_and_refuses_repeated_labels():
         sweep.build(dict(rtt=[10, 20]), make, name="same")
 
 
-def _metrics(delivered, bin_s=0.1):
+def _metrics(delivered, bin_s=0.1, recoveries=()):
     bins = pd.DataFrame({"time": [bin_s * i for i in range(len(delivered))], "delivered_bps": delivered})
-    return SimpleNamespace(throughput=bins, bin_s=bin_s, flow=0, data_dir=1, rtt_s=0.02, rwnd_median_bytes=1536.0,
+    series = {"recoveries": pd.DataFrame(list(recoveries), columns=["start", "end"])}
+    return SimpleNamespace(throughput=bins, bin_s=bin_s, series=lambda: series, flow=0, data_dir=1, rtt_s=0.02, rwnd_median_bytes=1536.0,
                            rwnd_max_bytes=2048.0, inflight_max_bytes=1536.0, window_scaling="on",
                            receiver_wscale=7, mss=768, data_packets=200, retransmissions=3, resent_segments=4, timeouts=3,
                            fast_retransmissions=1, window_full=5)
@@ -57,6 +58,18 @@ def test_steady_goodput_skips_the_ramp_and_the_partial_last_bin():
         sweep.steady_goodput(m, after=1.0)
     with pytest.raises(ParameterError):
         sweep.steady_goodput(m, statistic="max")
+
+
+def test_steady_goodput_does_not_begin_inside_a_loss_recovery():
+    """A hole at the middle of the transfer holds the cumulative ACK (0 delivered), and filling it
+    releases the segments that arrived behind it (a bin of 300 on a line of 100). Begun inside
+    that recovery, the second half would count them and read above the line; it begins where the
+    recoveries the middle falls in end, overlapping ones included."""
+    delivered = [50, 100, 100, 100, 0, 0, 300, 100, 100, 100, 5]  # a line of 100 per bin
+    plain = _metrics(delivered)
+    assert sweep.steady_goodput(plain) == pytest.approx((0 + 300 + 100 * 3) / 5)  # 120: above the line
+    held = _metrics(delivered, recoveries=[(0.38, 0.52), (0.45, 0.61)])
+    assert sweep.steady_goodput(held) == pytest.approx(100)
 
 
 class _FakeLab:

@@ -32,7 +32,7 @@ from ._metrics_kernel import DELAYED_ACK_MIN_S, MIN_GAP_S  # noqa: F401  (public
 from ..words import messages
 from .table import FlowError, PacketTable, expert_column, flow_view, main_flow
 
-__all__ = ["FlowMetrics", "FlowFacts", "flow_metrics", "all_flow_metrics", "goodput_series", "flow_label",
+__all__ = ["FlowMetrics", "FlowFacts", "flow_metrics", "all_flow_metrics", "limited_shares", "goodput_series", "flow_label",
            "flow_rows", "DELAYED_ACK_MIN_S", "CAPTURE_FIELDS", "SERIES"]
 
 #: The fields of FlowMetrics that say how complete the capture is.
@@ -448,6 +448,19 @@ def _series(cols: _Columns, idx: np.ndarray, raw: tuple, out_i: np.ndarray, out_
     return out
 
 
+def limited_shares(samples: pd.DataFrame) -> dict[str, float]:
+    """The kernel's own verdict on one socket from its ``ss`` samples: its busy time (tcp_info's
+    counters only grow, so the largest reading is the last), and the shares of it that the
+    sender was limited by the receive window and by the send buffer (NaN where unknown)."""
+    busy = float(samples["busy_s"].max()) if "busy_s" in samples and len(samples) else math.nan
+    shares = {"busy_s": busy}
+    for column in ("rwnd_limited_s", "sndbuf_limited_s"):
+        known = column in samples and busy > 0
+        shares[column.removesuffix("_s") + "_share"] = float(np.nan_to_num(samples[column].max())) / busy \
+            if known else math.nan
+    return shares
+
+
 def _telemetry(tel: pd.DataFrame, info: _FlowInfo, k: int, dd: int) -> tuple[dict[str, Any], pd.DataFrame]:
     """The sender's ``ss`` rows of this flow and what they sum up to."""
     ends = [(info.client_addr[k], int(info.client_port[k])), (info.server_addr[k], int(info.server_port[k]))]
@@ -460,10 +473,7 @@ def _telemetry(tel: pd.DataFrame, info: _FlowInfo, k: int, dd: int) -> tuple[dic
         for col in ("cwnd", "ssthresh", "rtt", "pacing_rate", "delivery_rate", "skmem_tb", "notsent"):
             if col in mine:
                 summary[f"{col}_median"] = float(pd.to_numeric(mine[col], errors="coerce").median())
-        busy = float(mine["busy_s"].max()) if "busy_s" in mine else math.nan
-        for col in ("rwnd_limited_s", "sndbuf_limited_s"):
-            if col in mine and busy > 0:
-                summary[col.removesuffix("_s") + "_share"] = float(mine[col].max()) / busy
+        summary.update({k: v for k, v in limited_shares(mine).items() if k != "busy_s" and not math.isnan(v)})
         if "app_limited" in mine:
             summary["app_limited_share"] = float(mine["app_limited"].astype(bool).mean())
     return summary, mine

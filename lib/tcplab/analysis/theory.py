@@ -20,7 +20,7 @@ from typing import Sequence
 from ..units import ParameterError
 
 __all__ = [
-    "ETHERNET_HEADER", "IPV4_HEADER", "TCP_HEADER", "TCP_TIMESTAMP_OPTION", "TCP_INIT_CWND",
+    "ETHERNET_HEADER", "IPV4_HEADER", "TCP_HEADER", "TCP_TIMESTAMP_OPTION", "TCP_INIT_CWND", "CUBIC_BETA",
     "TCP_DELACK_MIN", "TCP_DELACK_MAX", "TCP_ATO_MIN", "TCP_RMEM_TO_WIN_SCALE", "TCP_DEFAULT_SCALING_RATIO",
     "SOCK_MIN_SNDBUF", "SOCK_MIN_RCVBUF", "INT_MAX",
     "bdp", "window_limited_throughput", "effective_sndbuf", "effective_rcvbuf", "window_from_space",
@@ -36,6 +36,9 @@ TCP_TIMESTAMP_OPTION = 12  # 10-byte option + 2 NOPs, as Linux aligns it (RFC 73
 
 #: Initial congestion window in segments (include/net/tcp.h TCP_INIT_CWND; RFC 6928).
 TCP_INIT_CWND = 10
+#: cubic's multiplicative decrease: at a loss ssthresh = cwnd × 717/1024 (``beta`` in
+#: net/ipv4/tcp_cubic.c, since 2.6.19; RFC 9438 says 0.7).
+CUBIC_BETA = 717 / 1024
 #: Minimum delayed-ACK timeout, HZ/25 (include/net/tcp.h TCP_DELACK_MIN); also TCP_ATO_MIN.
 TCP_DELACK_MIN = 0.040
 TCP_ATO_MIN = 0.040

@@ -48,7 +48,7 @@ def bursts(packets, flow: int | None = None, *, gap_s: float = 0.25) -> pd.DataF
 
 def first_flights(packets, flow: int | None = None, *, gap_s: float = 0.25) -> pd.DataFrame:
     """Per burst: the segments sent from its first segment until the first ACK covering that
-    segment arrived (``segments``), and that ACK's delay (``ack_after_s``)."""
+    segment arrived (``segments``, ``bytes`` of payload), and that ACK's delay (``ack_after_s``)."""
     data, acks = _data_and_acks(packets, flow)
     rows: list[dict[str, Any]] = []
     for burst in bursts(packets, flow, gap_s=gap_s).itertuples():
@@ -60,6 +60,7 @@ def first_flights(packets, flow: int | None = None, *, gap_s: float = 0.25) -> p
         if "retransmission" in sent:
             sent = sent[~sent["retransmission"].astype(bool)]
         rows.append({"burst": len(rows) + 1, "start": float(burst.start), "segments": int(len(sent)),
+                     "bytes": int(sent["len"].sum()),
                      "ack_after_s": float(until - first["rel_time"]), "burst_segments": int(burst.segments)})
     return pd.DataFrame(rows)
 

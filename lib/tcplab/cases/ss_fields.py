@@ -12,7 +12,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..observe.ss import read_by, socket_rows
+from ..analysis.metrics import limited_shares
+from ..observe.ss import SENDING_STATES, read_by, socket_rows
 
 __all__ = ["FIELDS", "representative", "field_table", "send_rate_error",
            "payload_over_charged", "charged_per_segment", "limited_share", "predicted_wscale"]
@@ -53,8 +54,8 @@ def _shown(column: str, value: Any) -> Any:
         return value
     if pd.isna(value):
         return "—"
-    if column in _SECONDS:
-        return f"{value * 1e3:.3f} ms"
+    if column in _SECONDS:  # as ss prints them: rto:236, rtt:23.266 (µs at most)
+        return f"{value * 1e3:.3f}".rstrip("0").rstrip(".") + " ms"
     if column in ("send_rate", "pacing_rate", "delivery_rate"):
         return f"{value / 1e6:.2f} Mbit/s"
     return int(value) if float(value).is_integer() else value
@@ -124,15 +125,12 @@ def during_pause(trial: Any) -> dict[str, float]:
 
 
 def limited_share(telemetry: pd.DataFrame, side: str) -> dict[str, float]:
-    """The kernel's own verdict at the last sample: the shares of busy time that the
-    connection was limited by the receive window and by the send buffer (0 when absent)."""
-    rows = socket_rows(telemetry, side).dropna(subset=["busy_s"])
-    if rows.empty:
-        return {"busy_s": float("nan"), "rwnd_limited": float("nan"), "sndbuf_limited": float("nan")}
-    last = rows.iloc[-1]
-    busy = float(last["busy_s"])
-    share = lambda column: float(np.nan_to_num(last[column])) / busy if busy > 0 else float("nan")  # noqa: E731
-    return {"busy_s": busy, "rwnd_limited": share("rwnd_limited_s"), "sndbuf_limited": share("sndbuf_limited_s")}
+    """The kernel's own verdict on ``side``'s socket while data flowed, as the diagnosis reads it
+    (:func:`tcplab.analysis.metrics.limited_shares`): the busy time, and the shares of it that the
+    connection was limited by the receive window and by the send buffer."""
+    shares = limited_shares(socket_rows(telemetry, side, SENDING_STATES))
+    return {"busy_s": shares["busy_s"], "rwnd_limited": shares["rwnd_limited_share"],
+            "sndbuf_limited": shares["sndbuf_limited_share"]}
 
 
 def predicted_wscale(space: int) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..observe.health import reasons_of
+from ..observe.ss import SENDING_STATES
 from ..runs import Run
 
 __all__ = ["Trial"]
@@ -175,5 +176,7 @@ class Trial:
         }
 
     def _largest(self, side: str, column: str) -> float:
-        rows = self.socket_samples(side)
+        # Every sample while data may still flow: an autotuned buffer grows on after the sender
+        # wrote all and closed (FIN-WAIT-1), as the tables that take a median over these say.
+        rows = self.socket_samples(side, states=SENDING_STATES)
         return float(rows[column].max()) if column in rows and not rows.empty else math.nan

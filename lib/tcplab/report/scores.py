@@ -163,15 +163,15 @@ def at_most(name: str, measured: Any, maximum: Any, *, unit: str = "",
 
 
 def between(name: str, measured: Any, low: Any, high: Any, *, unit: str = "",
-            language: str | None = None) -> Check:
+            predicted: Any = None, language: str | None = None) -> Check:
     """Passes when ``low <= measured <= high``; the range is the rule's ("between 0.6 and 0.8"),
-    "Predicted" shows nothing."""
+    "Predicted" shows ``predicted`` where theory gives one (cubic's 0.7), else nothing."""
     m, lo, hi = _number(measured), _number(low), _number(high)
     if lo is None or hi is None:
         raise ValueError(f"a range needs two finite numbers, got {low!r} and {high!r}")
     t = Messages(language)
     rule = t("rule.between", low=format_value(lo, unit, t), high=format_value(hi, unit, t))
-    return Check(name, None, measured, unit, rule, m is not None and lo <= m <= hi)
+    return Check(name, predicted, measured, unit, rule, m is not None and lo <= m <= hi)
 
 
 def equals(name: str, predicted: Any, measured: Any, *, unit: str = "",
