@@ -14,6 +14,8 @@ EDITION     ?= instructor
 MODE        ?= auto
 KERNEL      ?= auto
 FRESH       ?= 0
+# EXERCISES=skip runs each case without its exercises (a quicker check of a kernel).
+EXERCISES   ?= run
 # The pages' language: `make report LANG=zh` (a strings file in lib/tcplab/strings/; see README
 # "Translations (zh)"). LANG from the environment is the locale, not a choice of language for the
 # course: only LANG given on the command line counts, and the recipes then get a UTF-8 locale back.
@@ -75,15 +77,15 @@ test: test-host test-uml
 
 # The course in UML belongs to the UML leg alone (it would otherwise run twice).
 test-host: setup
-	$(PY) -m pytest $(PYTEST_ARGS) --ignore=tests/test_course_uml.py
+	$(PY) -m pytest --durations=15 $(PYTEST_ARGS) --ignore=tests/test_course_uml.py
 
 test-uml: setup
-	$(TCPLAB) uml run -- $(PY) -m pytest --color=no $(PYTEST_ARGS) $(UML_LAB_TESTS)
+	$(TCPLAB) uml run -- $(PY) -m pytest --color=no --durations=15 $(PYTEST_ARGS) $(UML_LAB_TESTS)
 	$(PY) -m pytest $(PYTEST_ARGS) tests/test_course_uml.py
 
 report: setup
 	$(TCPLAB) report --cases $(CASES) --profile $(PROFILE) --edition $(EDITION) --mode $(MODE) --kernel $(KERNEL) \
-	  $(if $(REPORT_LANG),--language $(REPORT_LANG)) --reports-dir $(REPORTS_DIR) $(if $(filter 1,$(FRESH)),--fresh) $(if $(SHARD),--shard $(SHARD))
+	  --exercises $(EXERCISES) $(if $(REPORT_LANG),--language $(REPORT_LANG)) --reports-dir $(REPORTS_DIR) $(if $(filter 1,$(FRESH)),--fresh) $(if $(SHARD),--shard $(SHARD))
 
 # The handout and summary of a sharded course, from its shards' directories, running nothing.
 merge: setup

@@ -2,10 +2,12 @@
 profile and its scored checks hold; the handout and PDFs have every case; the student
 edition carries no answers; every case renders again from its shipped replay data."""
 
+import contextlib
 import html
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import warnings
@@ -60,12 +62,32 @@ CASES = course.available_cases()
 REPORT_TIMEOUT_S = 60 * 60
 
 
-def tcplab_report(*args: str, data_dir: Path | None = None) -> subprocess.CompletedProcess:
+def tcplab_report(*args: str, data_dir: Path | None = None,
+                  timeout_s: float = REPORT_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """``tcplab report`` with ``args``. Past ``timeout_s`` its whole process group (the report,
+    its notebook kernel, the lab they started) is stopped as a user's Ctrl-C would stop it, so it
+    cleans up after itself, and the test fails with what the report had printed so far."""
     env = dict(os.environ)
     if data_dir is not None:
         env["TCPLAB_DATA"] = str(data_dir)  # fresh runs, never the developer's recorded ones
-    return subprocess.run([sys.executable, "-m", "tcplab.commands", "report", *args], capture_output=True,
-                          text=True, timeout=REPORT_TIMEOUT_S, env=env)
+    command = [sys.executable, "-m", "tcplab.commands", "report", *args]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          start_new_session=True) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            stdout = stderr = ""
+            for sig, grace_s in ((signal.SIGINT, 60), (signal.SIGKILL, 10)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, sig)
+                try:
+                    stdout, stderr = process.communicate(timeout=grace_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            pytest.fail(f"tcplab report ran past {timeout_s / 60:.0f} min and was stopped:\n"
+                        f"{stdout[-4000:]}\n{stderr[-4000:]}")
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def read_summary(reports: Path) -> tuple[dict, dict]:

@@ -16,6 +16,7 @@ from typing import Sequence
 from ..course import NOTEBOOKS, PROFILES, REPORTS, select_cases
 from ..files import write_atomically
 from ..lab.kernels import KERNELS, MODE_CHOICES, choose_mode
+from ..report.exercises import EXERCISES
 from ..units import ParameterError
 from ..words import speaking
 from .common import EXIT_BUSY, EXIT_OK, EXIT_PROBLEM, language_option
@@ -28,6 +29,9 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--profile", default=None, choices=PROFILES,
                         help="quick (default) or full; with --render-only, the one the notebooks ran with")
     parser.add_argument("--edition", default="instructor", choices=("student", "instructor"))
+    parser.add_argument("--exercises", default=None, choices=EXERCISES,
+                        help="run (default) or skip: skip runs each case's own runs, checks and answers, not its "
+                             "exercises (a quicker check of a kernel); with --render-only, as the notebooks ran")
     parser.add_argument("--mode", default="auto", choices=MODE_CHOICES)
     parser.add_argument("--kernel", default="auto", choices=KERNELS,
                         help="kernel that runs the lab: host (needs root), uml (User-mode Linux, no root), auto")
@@ -66,7 +70,8 @@ def _report(args: argparse.Namespace, formats: list[str], language: str) -> int:
 
     if args.merge:
         clashing = [name for name, given in (("--cases", args.cases is not None), ("--shard", args.shard),
-                                              ("--render-only", args.render_only), ("--fresh", args.fresh))
+                                              ("--render-only", args.render_only), ("--fresh", args.fresh),
+                                              ("--exercises", args.exercises))
                     if given]
         if clashing:
             raise ParameterError("--merge", " ".join(map(str, args.merge)),
@@ -95,15 +100,16 @@ def _report(args: argparse.Namespace, formats: list[str], language: str) -> int:
         result = report.render_only(cases, reports_dir=args.reports_dir, output_dir=args.output_dir,
                                     notebooks_dir=args.notebooks_dir,
                                     edition=args.edition, formats=formats, profile=args.profile,  # None: as recorded
-                                    language=language)
+                                    exercises=args.exercises, language=language)
     else:
         part = f", shard {shard.label}" if shard else ""
-        print(f"tcplab report: {len(cases)} case(s){part}, profile {args.profile}, edition {args.edition}, "
-              f"language {language}, mode {mode.mode} ({mode.where})", flush=True)
+        exercises = args.exercises or "run"
+        print(f"tcplab report: {len(cases)} case(s){part}, profile {args.profile}, exercises {exercises}, "
+              f"edition {args.edition}, language {language}, mode {mode.mode} ({mode.where})", flush=True)
         result = report.build_report(
             cases, notebooks_dir=args.notebooks_dir, reports_dir=args.reports_dir,
             parameters={"fresh": bool(args.fresh), "kernel": args.kernel}, profile=args.profile, edition=args.edition,
-            mode=mode.mode, formats=formats, progress=True, language=language,
+            mode=mode.mode, formats=formats, progress=True, language=language, exercises=exercises,
         )
         result.origin = origin
     out_dir = args.output_dir if args.render_only and args.output_dir else args.reports_dir

@@ -42,6 +42,7 @@ from ..params import check_language
 from ..words import FALLBACK_LANGUAGE, default_language
 from .context import ReportContext, combine_backends, combine_kernels
 from .editions import EDITIONS, check_edition
+from .exercises import EXERCISES, check_exercises
 from .execute import DEFAULT_CELL_TIMEOUT_S, ExecutionResult, execute_notebook
 from .course_pages import CHEATSHEET_NAME, cheatsheet_rows, cited_by, read_references, write_cheatsheet
 from .handout import CaseSection, case_status, write_handout
@@ -152,6 +153,7 @@ class ReportResult:
         and execution time, and where the report was made."""
         return {
             "all_passed": self.all_passed, "mode": self.context.mode, "profile": self.context.profile,
+            "exercises": self.context.exercises,
             "edition": self.context.edition, "backend": self.context.backend, "kernel": self.context.kernel,
             "language": self.context.messages().language,
             **self.origin,
@@ -414,6 +416,7 @@ def build_report(
     katex_dir: str | Path | None = None,
     chromium: str | Path | None = None,
     pdf_timeout_s: float = 120,
+    exercises: str = "run",
 ) -> ReportResult:
     """Execute each case's notebook, then render its pages and the handout.
 
@@ -423,12 +426,13 @@ def build_report(
     ``language`` (default: ``TCPLAB_LANG``, else English) is the pages' and the kernels'.
     ``formats`` picks the files besides the executed notebooks: "html", "pdf" (a PDF is
     printed from the HTML page, which is removed afterwards if "html" was not asked for).
+    ``exercises``: "skip" runs each case without its exercises and their answers (:mod:`.exercises`).
     """
     notebooks_dir, reports_dir = Path(notebooks_dir), Path(reports_dir)
     formats = _check_formats(formats, chromium)
     language = check_language(language or default_language())
     context = ReportContext(edition=check_edition(edition), mode=mode, backend=backend,
-                            profile=profile, title=title, language=language)
+                            profile=profile, title=title, language=language, exercises=check_exercises(exercises))
     case_list = _as_cases(cases)
     rendering = _Rendering(reports_dir, context, formats, notebooks_dir, katex_dir, chromium,
                            pdf_timeout_s, progress)
@@ -444,7 +448,7 @@ def build_report(
         execution = execute_notebook(notebook, executed, parameters=injected,
                                      case_id=case.case_id, kernel_name=kernel_name,
                                      cwd=notebook.parent, cell_timeout_s=cell_timeout_s,
-                                     progress=progress, language=language)
+                                     progress=progress, language=language, exercises=exercises)
         if not execution.ok:
             _say(progress, f"[{index}/{len(case_list)}] {case.case_id}: failed: {execution.error}")
         _say(progress, f"[{index}/{len(case_list)}] {case.case_id}: rendering")
@@ -456,14 +460,14 @@ def build_report(
 
 def _recorded_run(reports_dir: Path) -> dict:
     """What the run that executed a reports folder's notebooks said about itself (mode,
-    profile), from its ``summary.json``; empty when there is none or it cannot be read."""
+    profile, exercises), from its ``summary.json``; empty when there is none or it cannot be read."""
     from .shards import SUMMARY  # shards reads reports as this package writes them
 
     try:
         summary = json.loads((reports_dir / SUMMARY).read_text())
     except (OSError, ValueError):
         return {}
-    accepted = {"mode": MODES, "profile": PROFILES}
+    accepted = {"mode": MODES, "profile": PROFILES, "exercises": EXERCISES}
     return {k: summary[k] for k, values in accepted.items() if isinstance(summary, dict) and summary.get(k) in values}
 
 
@@ -484,24 +488,26 @@ def render_only(
     katex_dir: str | Path | None = None,
     chromium: str | Path | None = None,
     pdf_timeout_s: float = 120,
+    exercises: str | None = None,
 ) -> ReportResult:
     """Render again from ``<reports_dir>/<case>.ipynb`` without executing anything.
 
     Pages go to ``output_dir`` (default: ``reports_dir``), e.g. to keep a student
     edition beside the instructor one. A notebook that stopped at an error is shown
-    as failed with that error; a missing one as a case that did not run. ``mode`` and
-    ``profile`` default to what the run that executed the notebooks recorded
+    as failed with that error; a missing one as a case that did not run. ``mode``,
+    ``profile`` and ``exercises`` default to what the run that executed the notebooks recorded
     (``summary.json``): the pages say how their numbers were made, not how they are rendered.
     """
     reports_dir = Path(reports_dir)
     recorded = _recorded_run(reports_dir)
     mode = mode or recorded.get("mode") or "live"
     profile = profile or recorded.get("profile")
+    exercises = exercises or recorded.get("exercises") or "run"
     output_dir = Path(output_dir) if output_dir is not None else reports_dir
     formats = _check_formats(formats, chromium)
     language = check_language(language or default_language())
     context = ReportContext(edition=check_edition(edition), mode=mode, backend=backend,
-                            profile=profile, title=title, language=language)
+                            profile=profile, title=title, language=language, exercises=check_exercises(exercises))
     rendering = _Rendering(output_dir, context, formats,
                            Path(notebooks_dir) if notebooks_dir else None, katex_dir,
                            chromium, pdf_timeout_s, progress)

@@ -9,6 +9,7 @@ from typing import Iterable
 
 from ..lab.kernels import MODES
 from .editions import check_edition
+from .exercises import check_exercises
 from ..words import Messages
 
 __all__ = ["ReportContext", "combine_backends", "combine_kernels"]
@@ -26,9 +27,12 @@ class ReportContext:
     date: str = field(default_factory=lambda: datetime.date.today().isoformat())
     title: str | None = None
     language: str | None = None
+    #: "skip": the cases ran without their exercises (:mod:`.exercises`).
+    exercises: str = "run"
 
     def __post_init__(self) -> None:
         check_edition(self.edition)
+        check_exercises(self.exercises)
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
 

@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import nbformat
+
+from .exercises import NOT_RUN_TAG, check_exercises, note_not_run, without_exercises
+
 __all__ = ["ExecutionResult", "execute_notebook", "DEFAULT_CELL_TIMEOUT_S"]
 
 #: Long enough for a live case that transfers for a minute, short enough to unstick a hang.
@@ -100,14 +104,16 @@ def _local_kernel_manager(socket_folder: Path):
     return LocalKernelManager
 
 
-def _record_language(output_path: Path, language: str) -> None:
-    """Note in the executed notebook which language its kernel wrote in."""
-    import nbformat
-
+def _record_run(output_path: Path, language: str | None) -> None:
+    """Note in the executed notebook which language its kernel wrote in, and say in each cell
+    it left unrun why it shows no output."""
     from ..i18n import LANGUAGE_METADATA
+    from ..words import Messages
 
     nb = nbformat.read(str(output_path), as_version=4)
-    nb.metadata.setdefault("tcplab", {})[LANGUAGE_METADATA] = language
+    if language:
+        nb.metadata.setdefault("tcplab", {})[LANGUAGE_METADATA] = language
+    note_not_run(nb, Messages(language)("env.cell_not_run"))
     nbformat.write(nb, str(output_path))
 
 
@@ -123,12 +129,14 @@ def execute_notebook(
     start_timeout_s: float = 60,
     progress: bool = True,
     language: str | None = None,
+    exercises: str = "run",
 ) -> ExecutionResult:
     """Execute ``input_path`` into ``output_path`` with ``parameters`` injected.
 
     ``cwd`` defaults to the notebook's own folder, so relative paths in a notebook mean
     the same thing in JupyterLab and here. ``progress`` shows papermill's per-cell bar.
     ``language``: the kernel's ``TCPLAB_LANG`` (default: as this process has it).
+    ``exercises``: "skip" leaves the exercises and their answers unrun (:mod:`.exercises`).
     """
     # papermill imports IPython and nbclient; import late so reading scores stays light.
     import papermill
@@ -147,10 +155,13 @@ def execute_notebook(
     try:
         if not input_path.is_file():
             raise FileNotFoundError(f"notebook not found: {input_path}")
+        notebook = str(input_path)
+        if check_exercises(exercises) == "skip":
+            notebook = without_exercises(nbformat.read(notebook, as_version=4))
         with _kernel_environment({"TCPLAB_LANG": language} if language else {}), \
                 tempfile.TemporaryDirectory(prefix="tcplab-kernel-") as socket_folder:
             papermill.execute_notebook(
-                str(input_path), str(output_path),
+                notebook, str(output_path),
                 parameters=params,
                 kernel_name=kernel_name,
                 kernel_manager_class=_local_kernel_manager(Path(socket_folder)),
@@ -159,6 +170,7 @@ def execute_notebook(
                 log_output=False,
                 start_timeout=start_timeout_s,
                 execution_timeout=cell_timeout_s,
+                skip_cells_with_tag=NOT_RUN_TAG,
             )
         result.ok = True
     except PapermillExecutionError as exc:
@@ -172,9 +184,9 @@ def execute_notebook(
         result.traceback = "".join(traceback.format_exception(exc))
     finally:
         result.duration_s = time.monotonic() - start
-    if language and output_path.is_file():
+    if output_path.is_file() and (language or exercises == "skip"):
         try:
-            _record_language(output_path, language)
+            _record_run(output_path, language)
         except Exception:  # noqa: BLE001 - a notebook papermill could not finish stays as it is
             pass
     return result

@@ -74,6 +74,7 @@ class ShardDir:
     cases: tuple[str, ...]
     profile: str | None
     mode: str
+    exercises: str
 
 
 def _read_one(path: Path) -> ShardDir:
@@ -93,7 +94,8 @@ def _read_one(path: Path) -> ShardDir:
         return ShardDir(path=path, shard=Shard(int(record["index"]), int(record["count"])),
                         selection=tuple(record["selection"]),
                         cases=tuple(c["case_id"] for c in summary["cases"]),
-                        profile=summary.get("profile"), mode=summary["mode"])
+                        profile=summary.get("profile"), mode=summary["mode"],
+                        exercises=summary.get("exercises", "run"))
     except (ValueError, KeyError, TypeError) as exc:
         raise ParameterError("--merge", str(path), accepted,
                              f"its {SUMMARY} is damaged ({type(exc).__name__}: {exc})") from None
@@ -101,13 +103,13 @@ def _read_one(path: Path) -> ShardDir:
 
 def read_shards(dirs: Iterable[str | Path]) -> list[ShardDir]:
     """The shards in ``dirs``, in shard order, checked to come from one split of one course
-    run: the same selection, count, profile and mode, and no shard twice."""
+    run: the same selection, count, profile, mode and exercises, and no shard twice."""
     shards = sorted((_read_one(Path(d)) for d in dirs), key=lambda s: s.shard.index)
     if not shards:
         raise ParameterError("--merge", "", "one or more directories written by tcplab report --shard I/N")
     first = shards[0]
     for other in shards[1:]:
-        for what in ("selection", "profile", "mode"):
+        for what in ("selection", "profile", "mode", "exercises"):
             if getattr(other, what) != getattr(first, what):
                 raise ParameterError("--merge", str(other.path), f"shards of one run ({what} {getattr(first, what)!r} "
                                      f"as in {first.path})", f"its {what} is {getattr(other, what)!r}")
@@ -150,8 +152,8 @@ def gather(shards: Sequence[ShardDir], output_dir: Path) -> None:
 
 def merge(dirs: Iterable[str | Path], *, output_dir: str | Path, **render: Any):
     """The report of the whole selection from its shards' directories, running nothing:
-    :func:`tcplab.report.render_only` over the gathered notebooks, with the shards' profile
-    and mode. ``render``: render_only's other options (edition, formats, notebooks_dir, …)."""
+    :func:`tcplab.report.render_only` over the gathered notebooks, with the shards' profile,
+    mode and exercises. ``render``: render_only's other options (edition, formats, notebooks_dir, …)."""
     from . import render_only
 
     shards = read_shards(dirs)
@@ -159,7 +161,7 @@ def merge(dirs: Iterable[str | Path], *, output_dir: str | Path, **render: Any):
     gather(shards, output_dir)
     first = shards[0]
     result = render_only(list(first.selection), reports_dir=output_dir, profile=first.profile,
-                         mode=first.mode, **render)
+                         mode=first.mode, exercises=first.exercises, **render)
     result.origin = {"merged_from": [{"dir": str(s.path), "shard": s.shard.label} for s in shards],
                      "missing_shards": missing(shards)}
     return result
