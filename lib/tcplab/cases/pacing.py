@@ -16,13 +16,16 @@ from ..analysis.table import flow_view
 from ..observe.ss import socket_rows
 from .trial import Trial
 
-__all__ = ["BIN_S", "wire_rate", "wire_plot", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
+__all__ = ["BIN_S", "CURL_RATE_PERIOD_S", "wire_rate", "wire_plot", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
            "throttled_reads", "summary"]
 
 
 #: The wire's rate is read in bins this long (seconds): short enough to show a burst that
 #: fills a window, long enough to hold several segments of a trickle.
 BIN_S = 0.1
+#: curl's --limit-rate judges its rate over periods of at least this long and, at each new one,
+#: counts only what it reads from then on (MIN_RATE_LIMIT_PERIOD, Curl_ratelimit in lib/progress.c).
+CURL_RATE_PERIOD_S = 3.0
 
 
 def wire_rate(trial: Trial, bin_s: float = BIN_S) -> pd.Series:
