@@ -16,7 +16,7 @@ from ..analysis.table import flow_view
 from ..observe.ss import socket_rows
 from .trial import Trial
 
-__all__ = ["BIN_S", "CURL_RATE_PERIOD_S", "wire_rate", "wire_plot", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
+__all__ = ["BIN_S", "CURL_RATE_PERIOD_S", "UNTHROTTLED_SHARE", "read_unthrottled", "wire_rate", "wire_plot", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
            "throttled_reads", "summary"]
 
 
@@ -26,6 +26,8 @@ BIN_S = 0.1
 #: curl's --limit-rate judges its rate over periods of at least this long and, at each new one,
 #: counts only what it reads from then on (MIN_RATE_LIMIT_PERIOD, Curl_ratelimit in lib/progress.c).
 CURL_RATE_PERIOD_S = 3.0
+#: A reading under this share of the throttle model's time: the limiter let a pile-up through.
+UNTHROTTLED_SHARE = 0.5
 
 
 def wire_rate(trial: Trial, bin_s: float = BIN_S) -> pd.Series:
@@ -121,6 +123,12 @@ def throttled_reads(trials: list[Trial], file_bytes: int, limit_Bps: float) -> p
                      "average / limit": t.goodput_bps / 8 / limit_Bps,
                      "reading s (predicted)": (file_bytes - backlog) / limit_Bps, "reading s": t.duration_s})
     return pd.DataFrame(rows).set_index("kernel")
+
+
+def read_unthrottled(row: pd.Series) -> bool:
+    """Whether a :func:`throttled_reads` row's reader let a pile-up through unthrottled: it read
+    in under :data:`UNTHROTTLED_SHARE` of the time (file − last backlog) / limit gives."""
+    return bool(row["reading s"] < UNTHROTTLED_SHARE * row["reading s (predicted)"])
 
 
 def summary(trials: list[Trial], *, bin_s: float = BIN_S) -> pd.DataFrame:
