@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,11 @@ class FakeTrial:
     goodput_bps: float
     duration_s: float
     telemetry: pd.DataFrame
+    sides: dict = field(default_factory=dict)  # what each side's program reported
+    receiver = "client"
+
+    def side_report(self, side):
+        return self.sides.get(side, {})
 
 
 def _packets(times, sizes, windows):
@@ -82,3 +87,17 @@ def test_read_progress_and_throttled_reads_follow_the_socket():
     row = pacing.throttled_reads([trial], 800_000, 200e3).loc["6.1.176 (UML)"]
     assert row["last backlog B"] == 100e3 and row["reading s (predicted)"] == pytest.approx(3.5)
     assert row["average / limit"] == pytest.approx(1.0) and row["Recv-Q peak B"] == 400e3
+    assert row["libcurl"] is None  # a run recorded before the record kept curl's version
+
+
+def test_an_older_libcurls_read_loop_explains_an_unthrottled_read_and_nothing_else():
+    trial = FakeTrial("curl", _packets([0.0], 1448, [65536]), 8 * 2e6, 0.8, _telemetry([0, 512]),
+                      sides={"client": {"extra": {"curl": {"curl_version": "libcurl/7.88.1 OpenSSL/3.0.19 zlib/1.2.13"}}}})
+    assert pacing.libcurl_version(trial) == "7.88.1"
+    fast = pd.Series({"libcurl": "7.88.1", "reading s": 0.8, "reading s (predicted)": 8.0})
+    assert pacing.read_unthrottled(fast) and pacing.loop_outran_limit(fast)
+    # A libcurl whose loop stops for its limit, or an unknown one, leaves an unthrottled read unexplained.
+    assert not pacing.loop_outran_limit(fast.replace("7.88.1", "8.14.1"))
+    assert not pacing.loop_outran_limit(fast.replace("7.88.1", None))
+    # A read that kept its schedule needs no explanation.
+    assert not pacing.loop_outran_limit(pd.Series({"libcurl": "7.88.1", "reading s": 7.9, "reading s (predicted)": 8.0}))

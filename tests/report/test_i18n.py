@@ -289,7 +289,7 @@ def test_the_kernel_environment_is_set_for_the_run_and_restored(monkeypatch):
 LATIN_ALLOWED = set("""
     s ms us sec B KB MB GB KiB MiB Kbit kbit Mbit Gbit mbit gbit bit bytes pages p
     Linux Wireshark JupyterLab Jupyter Python Go Redis Nginx MySQL InfoQ Cloudflare UML max
-    ss tcpdump ping curl tc netem tbf fq veth sysctl nstat ip getsockopt setsockopt send recv writev
+    ss tcpdump ping curl libcurl tc netem tbf fq veth sysctl nstat ip getsockopt setsockopt send recv writev
     bbr cubic reno Reno Nagle Minshall Mathis Cheshire Stuart Semke Mahdavi Ott Jacobson Karels
     cwnd ssthresh rtt srtt minrtt rttvar rto ato mss advmss rcvmss pmtu wscale skmem tb rb r w t f o bl d
     unacked retrans notsent pacing delivery busy rwnd sndbuf rcvbuf delayline netns fc

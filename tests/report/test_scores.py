@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tcplab.report.scores import (MIME_TYPE, SCHEMA, Check, Scores, at_least, at_most, check,
-                                  equals, scores_in, scores_output, within)
+                                  equals, or_explained, scores_in, scores_output, within)
 
 
 def test_within_relative_tolerance_is_a_fraction_of_the_prediction():
@@ -35,6 +35,16 @@ def test_bounds_and_equality():
     assert equals("bottleneck", "link", "link").passed
     assert not equals("bottleneck", "link", "receiver window").passed
     assert check("custom", True, rule="because").passed
+
+
+def test_a_second_outcome_the_page_explains_passes_and_the_rule_names_both():
+    base = at_most("busy share", 0.7, 0.6)
+    held = or_explained(base, True, "an old reader read it in one loop")
+    assert held.passed and not base.passed
+    assert held.rule == "at most 0.6, or an old reader read it in one loop"
+    assert (held.name, held.measured) == (base.name, base.measured)
+    assert not or_explained(base, False, "an old reader read it in one loop").passed
+    assert or_explained(at_most("busy share", 0.5, 0.6), False, "never").passed
 
 
 def test_non_finite_measurements_fail_and_become_null():

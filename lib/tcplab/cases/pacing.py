@@ -6,6 +6,7 @@ given), unlike the rest of the library's bit/s.
 
 from __future__ import annotations
 
+import re
 
 import numpy as np
 import pandas as pd
@@ -16,17 +17,21 @@ from ..analysis.table import flow_view
 from ..observe.ss import socket_rows
 from .trial import Trial
 
-__all__ = ["BIN_S", "CURL_RATE_PERIOD_S", "UNTHROTTLED_SHARE", "read_unthrottled", "wire_rate", "wire_plot", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
+__all__ = ["BIN_S", "CURL_BOUNDED_LOOP", "UNTHROTTLED_SHARE", "libcurl_version", "read_unthrottled", "loop_outran_limit", "wire_rate", "wire_plot", "shape", "receiver_window", "data_segments", "recv_queue_peak", "last_backlog", "read_progress",
            "throttled_reads", "summary"]
 
 
 #: The wire's rate is read in bins this long (seconds): short enough to show a burst that
 #: fills a window, long enough to hold several segments of a trickle.
 BIN_S = 0.1
-#: curl's --limit-rate judges its rate over periods of at least this long and, at each new one,
-#: counts only what it reads from then on (MIN_RATE_LIMIT_PERIOD, Curl_ratelimit in lib/progress.c).
-CURL_RATE_PERIOD_S = 3.0
-#: A reading under this share of the throttle model's time: the limiter let a pile-up through.
+#: libcurl checks --limit-rate only between loops of reads. Before 8.2.0 a loop went on while
+#: its socket had data, up to 101 reads of its buffer (``readwrite_data`` in lib/transfer.c,
+#: 7.88.1); from 8.2.0 (commit f4b5c88) a loop ends once it has read the limit's worth, and from
+#: 8.6.0 (1da640a) a rate-limited transfer does not loop at all. A reader whose read takes longer
+#: than the gap between arriving packets (a UML kernel's system calls) finds data waiting after
+#: every read, so an older libcurl's loop can take the whole file without its limit.
+CURL_BOUNDED_LOOP = (8, 2, 0)
+#: A reading under this share of the throttle model's time: the reader ran unthrottled.
 UNTHROTTLED_SHARE = 0.5
 
 
@@ -112,23 +117,42 @@ def read_progress(trial: Trial, side: str = "client") -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+def libcurl_version(trial: Trial) -> str | None:
+    """The libcurl version curl reported for its download ("7.88.1"); None for runs recorded
+    before the record kept it."""
+    reported = ((trial.side_report(trial.receiver).get("extra") or {}).get("curl") or {}).get("curl_version") or ""
+    found = re.match(r"libcurl/(\d+(?:\.\d+)*)", reported)
+    return found.group(1) if found else None
+
+
 def throttled_reads(trials: list[Trial], file_bytes: int, limit_Bps: float) -> pd.DataFrame:
     """One row per run of a reader that sleeps after each read (curl's ``--limit-rate``):
-    the most it left unread, the backlog it read last (never slept for), its average against
-    the limit, and its reading time against (file − last backlog) / limit."""
+    its libcurl, the most it left unread, the backlog it read last (never slept for), its
+    average against the limit, and its reading time against (file − last backlog) / limit."""
     rows = []
     for t in trials:
         backlog = last_backlog(t)
-        rows.append({"kernel": t.kernel_name, "Recv-Q peak B": recv_queue_peak(t), "last backlog B": backlog,
+        rows.append({"kernel": t.kernel_name, "libcurl": libcurl_version(t),
+                     "Recv-Q peak B": recv_queue_peak(t), "last backlog B": backlog,
                      "average / limit": t.goodput_bps / 8 / limit_Bps,
                      "reading s (predicted)": (file_bytes - backlog) / limit_Bps, "reading s": t.duration_s})
     return pd.DataFrame(rows).set_index("kernel")
 
 
 def read_unthrottled(row: pd.Series) -> bool:
-    """Whether a :func:`throttled_reads` row's reader let a pile-up through unthrottled: it read
-    in under :data:`UNTHROTTLED_SHARE` of the time (file − last backlog) / limit gives."""
+    """Whether a :func:`throttled_reads` row's reader ran unthrottled: it read in under
+    :data:`UNTHROTTLED_SHARE` of the time (file − last backlog) / limit gives."""
     return bool(row["reading s"] < UNTHROTTLED_SHARE * row["reading s (predicted)"])
+
+
+def loop_outran_limit(row: pd.Series) -> bool:
+    """Whether a :func:`throttled_reads` row ran unthrottled with a libcurl whose read loop
+    does not stop for its limit (before :data:`CURL_BOUNDED_LOOP`). A newer or unknown libcurl
+    that ran unthrottled is not explained by it."""
+    version = row.get("libcurl")
+    if not version or not read_unthrottled(row):
+        return False
+    return tuple(int(part) for part in version.split(".")) < CURL_BOUNDED_LOOP
 
 
 def summary(trials: list[Trial], *, bin_s: float = BIN_S) -> pd.DataFrame:

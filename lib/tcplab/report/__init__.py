@@ -51,13 +51,13 @@ from .html import (RenderedCells, case_page, load_notebook, notebook_error, note
 from .relabel import relabel_outputs
 from .pdf import ChromiumNotFound, PdfError, find_chromium, first_pages, html_to_pdf
 from .scores import (MIME_TYPE, SCHEMA, Check, Scores, at_least, at_most, between, check, equals,
-                     publish, read_scores, scores_in, within)
+                     or_explained, publish, read_scores, scores_in, within)
 
 __all__ = [
     "build_report", "render_only", "Case", "CaseReport", "ReportResult", "ReportContext",
     "FORMATS", "EDITIONS",
     "publish", "read_scores", "Check", "Scores", "within", "at_least", "at_most", "between",
-    "equals", "check", "MIME_TYPE", "SCHEMA",
+    "equals", "check", "or_explained", "MIME_TYPE", "SCHEMA",
     "execute_notebook", "ExecutionResult", "html_to_pdf", "ChromiumNotFound", "PdfError",
 ]
 

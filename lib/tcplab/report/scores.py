@@ -39,7 +39,7 @@ import json
 import math
 import numbers
 import platform
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -50,7 +50,7 @@ from ..words import FALLBACK_LANGUAGE, Messages
 
 __all__ = [
     "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "between", "equals",
-    "check", "publish", "scores_output", "read_scores", "scores_in", "default_environment",
+    "check", "or_explained", "publish", "scores_output", "read_scores", "scores_in", "default_environment",
 ]
 
 MIME_TYPE = "application/vnd.tcplab.scores+json"
@@ -187,6 +187,13 @@ def check(name: str, passed: bool, *, predicted: Any = None, measured: Any = Non
           unit: str = "", rule: str = "") -> Check:
     """A check whose verdict the notebook computed itself; ``rule`` says how, for the reader."""
     return Check(name, predicted, measured, unit, rule, bool(passed))
+
+
+def or_explained(base: Check, explained: bool, why: str, *, language: str | None = None) -> Check:
+    """``base``, passing also where ``explained``: a second outcome that the page explains
+    (``why``, in the page's words). The rule names both, so a reader sees which one held."""
+    t = Messages(language)
+    return replace(base, passed=base.passed or bool(explained), rule=t("rule.or", rule=base.rule, other=why))
 
 
 def default_environment() -> dict[str, str]:

@@ -18,7 +18,8 @@ from .sockets import SOCKET_KEYS
 
 #: The parts of curl's report kept in the run record.
 CURL_FIELDS = ("http_code", "size_download", "speed_download", "time_connect", "time_pretransfer",
-               "time_starttransfer", "time_total", "num_connects", "errormsg", "exitcode")
+               "time_starttransfer", "time_total", "num_connects", "errormsg", "exitcode",
+               "curl_version")  # libcurl's version decides how --limit-rate reads (cases.pacing.CURL_BOUNDED_LOOP)
 
 
 def run(config: dict[str, Any], report: harness.SideReport) -> None:
