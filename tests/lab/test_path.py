@@ -77,11 +77,15 @@ def test_netem_probe_agrees_with_tc(root):
 
 def test_round_trip_time_over_tcp_matches_configuration(root):
     with NetPath(rtt="20ms") as path:
+        floor = fidelity.tcp_rtt(path, count=30, loopback=True)
         result = fidelity.tcp_rtt(path, count=30)
-    # The emulator may only add time (scheduling), never remove it; 1.5 ms is a generous
-    # ceiling for a loaded 2-core CI machine. The benchmark measures the real error.
+    # The emulator may only add time (scheduling), never remove it. Every round trip the
+    # application times also carries the lab kernel's own socket calls and wake-ups, which its
+    # loopback round trip measures (about 0.1 ms on the host; in UML, whose system calls go
+    # through ptrace, 0.3 ms and more on a slow day); 1.5 ms beyond both is a generous ceiling
+    # for a loaded 2-core CI machine. The benchmark measures the real error.
     assert 0.0199 <= result.minimum
-    assert result.median <= 0.0215
+    assert result.median <= 0.020 + floor.median + 0.0015, (result.median, floor.median)
     assert 0.0195 <= result.kernel_min_rtt <= 0.0215
 
 
