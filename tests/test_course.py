@@ -327,6 +327,9 @@ def test_every_case_asks_before_it_tells(replay_report, tmp_path):
             assert 'class="tcplab-answer"></td>' in text, (case, page)  # an empty box to write in
         assert ("What this kernel does differently" in (reports / f"{case}.html").read_text()) == (case != "00-path-check")
         assert "What this kernel does differently" not in (student / f"{case}.html").read_text(), case
+        # In print the student's theory starts on the page after the box; the instructor's follows it.
+        page_break = ".tcplab-worksheet-box { break-after: page; }"
+        assert page_break in (student / f"{case}.html").read_text() and page_break not in (reports / f"{case}.html").read_text()
 
 
 def _comparable(summary: dict) -> dict:
