@@ -86,7 +86,7 @@ def test_the_cheat_sheet_writes_commands_and_kernel_names_as_code_in_both_langua
     pages = {lang: render_cheatsheet(available_cases(), context=ReportContext(language=lang)) for lang in ("en", "zh")}
     for lang, page in pages.items():
         assert "`" not in page, lang
-        for fragment in ("tcplab doctor", "SO_SNDBUF", "ip route ... initcwnd", "curl --limit-rate", "ss -tinm"):
+        for fragment in ("ping", "SO_SNDBUF", "ip route ... initcwnd", "curl --limit-rate", "ss -tinm"):
             assert f"<code>{fragment}</code>" in page, (lang, fragment)
     assert pages["en"].count("<code>") == pages["zh"].count("<code>")
     assert latin_words(pages["zh"]) == []
