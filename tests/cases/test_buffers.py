@@ -67,7 +67,7 @@ def test_send_wait_share_of_the_transfer():
 def test_goodput_frame_groups_repetitions_under_one_variant():
     trials = [SimpleNamespace(label=f"16KB#{i}", goodput_bps=8e6 * i, duration_s=1.0) for i in (1, 2)]
     frame = buffers.goodput_frame(trials)
-    assert frame["variant"].tolist() == ["16KB", "16KB"] and frame["goodput MB/s"].tolist() == [1.0, 2.0]
+    assert frame["variant"].tolist() == ["16KB", "16KB"] and frame["goodput Mbit/s"].tolist() == [8.0, 16.0]
 
 
 SENDMSG_TRACE = """\

@@ -97,7 +97,7 @@ def test_run_gives_one_tidy_row_per_trial():
     assert list(frame["rtt"]) == [10, 10, 20, 20] and list(frame["repetition"]) == [1, 2, 1, 2]
     row = frame.iloc[0]
     assert row["goodput Mbit/s"] == pytest.approx(8) and row["KB/s"] == pytest.approx(1000)
-    assert row["retransmitted %"] == pytest.approx(2) and row["rtt ms"] == pytest.approx(20)
+    assert row["retransmitted %"] == pytest.approx(2) and row["handshake rtt ms"] == pytest.approx(20)
     assert row["segment B"] == 768  # data direction only, ACKs left out
     assert row["Window Full"] == 5
     assert set(sweep.COLUMNS) <= set(frame.columns)

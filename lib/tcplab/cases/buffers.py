@@ -187,8 +187,9 @@ def kernel_windows(pairs: Mapping[str, tuple[Any, Any]], rb: int, mss: int) -> p
 
 def goodput_frame(trials: Any) -> pd.DataFrame:
     """One row per trial with its variant (the label without a ``#n`` repetition suffix),
-    goodput in MB/s and duration, for a bar plot with confidence bands over repetitions."""
-    return pd.DataFrame([{"variant": t.label.split("#", 1)[0], "goodput MB/s": t.goodput_bps / 8e6,
+    goodput in Mbit/s (as the table of runs writes it) and duration, for a bar plot with
+    confidence bands over repetitions."""
+    return pd.DataFrame([{"variant": t.label.split("#", 1)[0], "goodput Mbit/s": t.goodput_bps / 1e6,
                           "duration s": t.duration_s} for t in trials])
 
 

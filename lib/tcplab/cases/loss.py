@@ -243,7 +243,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 #: What :func:`by_run` shows of each run.
-COMPARED = ["MB/s", "steady MB/s", "rtt ms", "rtt median ms", "resent %", "loss events", "timeouts"]
+COMPARED = ["MB/s", "steady MB/s", "handshake rtt ms", "rtt median ms", "resent %", "loss events", "timeouts"]
 
 
 def by_run(*frames: pd.DataFrame) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from ..lab import netns
 from ..units import format_duration
 from .trial import Trial
 
-__all__ = ["bursts", "first_flights", "data_rounds", "cached_entry", "start_drops", "stop_drops", "settled_tcp_metrics",
+__all__ = ["bursts", "first_flights", "first_window", "full_segment", "data_rounds", "cached_entry", "start_drops", "stop_drops", "settled_tcp_metrics",
            "rounds_to_send", "rounds_to_grow", "restart_window", "growth_time", "idle_row", "sender_ss"]
 
 
@@ -73,6 +73,14 @@ def first_window(packets, flow: int | None = None) -> int:
         return 0
     before = acks[acks["rel_time"] <= data["rel_time"].iloc[0]]
     return int(before["win"].iloc[-1]) if len(before) else 0
+
+
+def full_segment(packets, flow: int | None = None) -> int:
+    """The payload of a full data segment in the capture (bytes): the largest one sent. It is
+    what a window holds per segment, the MSS less the options every segment carries (1448 of
+    an MSS of 1460 with timestamps), not the MSS the handshake announced."""
+    data, _ = _data_and_acks(packets, flow)
+    return int(data["len"].max()) if len(data) else 0
 
 
 def data_rounds(packets, rtt_s: float, flow: int | None = None) -> int:
