@@ -111,7 +111,7 @@ stress: setup
 	$(PY) bench/stress_course.py
 
 jupyter: setup
-	$(VENV)/bin/jupyter lab --allow-root --ip=127.0.0.1 --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --allow-root --ip=127.0.0.1 --notebook-dir=course
 
 doctor: setup
 	$(TCPLAB) doctor

@@ -17,6 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tcplab.course import room
+
 ROOT = Path(__file__).resolve().parents[1]
 TCPLAB = str(Path(sys.executable).with_name("tcplab"))
 CAPTURE = ROOT / "data" / "replay" / "11-reading-ss"
@@ -120,7 +122,7 @@ def _command(surface: str, args: list[str], tmp: Path) -> list[str]:
     if surface == "papermill":
         notebook, name, value = args
         return [sys.executable, "-m", "papermill", "--no-progress-bar", "--log-level", "ERROR",
-                str(ROOT / "notebooks" / f"{notebook}.ipynb"), str(tmp / "out.ipynb"), "-p", name, value]
+                str(room(notebook).notebook), str(tmp / "out.ipynb"), "-p", name, value]
     if surface == "diagnose":
         fill = {"capture": str(_a_capture()), "not_a_capture": str(_not_a_capture(tmp))}
         args = [a.format(**fill) for a in args]

@@ -125,7 +125,7 @@ def answer_snippets(case: str, executed: Path | None = None) -> list[str]:
     """The longest run of plain words in each answer cell of a case notebook: text that
     markdown renders unchanged, so it can be looked for in the HTML. An answer written by code
     (a bound sentence) is its output in ``executed``, the notebook as the report ran it."""
-    nb = nbformat.read(course.NOTEBOOKS / f"{case}.ipynb", as_version=4)
+    nb = nbformat.read(course.room(case).notebook, as_version=4)
     ran = {c.get("id"): c for c in nbformat.read(executed, as_version=4).cells} if executed else {}
     snippets = []
     for cell in nb.cells:
@@ -161,7 +161,7 @@ def live_report(root, tmp_path_factory):
 def test_every_case_is_a_numbered_notebook_with_the_standard_parameters():
     assert len(CASES) >= 12, CASES  # the path check and the eleven bottleneck cases
     for case in CASES:
-        nb = nbformat.read(course.NOTEBOOKS / f"{case}.ipynb", as_version=4)
+        nb = nbformat.read(course.room(case).notebook, as_version=4)
         params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
         assert len(params) == 1, case
         for name in ("case_id", "mode", "profile", "fresh"):

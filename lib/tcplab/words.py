@@ -1,12 +1,15 @@
-"""Every word tcplab shows a reader, looked up by key in ``strings/<language>.json``.
+"""Every word tcplab shows a reader, looked up by key.
 
-One file per language, flat keys under a namespace: ``rule.``, ``scores.``, ``status.``,
-``handout.``, ``page.``, … for report pages, ``plot.`` for figures, ``label.<code>.title`` /
-``.explanation``, ``evidence.``, ``caveat.``, ``diagnosis.`` and ``metric.`` (a flow's numbers by
-field) for the diagnosis. A
-translation is one more file and no code change; a key it lacks falls back to English, so a
-partial translation still renders. Code above this module (plots, analysis, report) imports
-down to it.
+The words several cases share live in ``strings/<language>.json``: flat keys under a namespace,
+``rule.``, ``scores.``, ``status.``, ``handout.``, ``page.``, … for report pages, ``column.`` and
+``cell.`` for tables, ``unit.``, ``error.``, ``label.<code>.title`` / ``.explanation``,
+``evidence.``, ``caveat.``, ``diagnosis.`` and ``metric.`` (a flow's numbers by field) for the
+diagnosis. A case's own words (its sentences ``prose.<case>.*``, notes, plots' titles, check
+names, its cheat-sheet row) live in its room, ``course/<case>/words/<language>.json``
+(:mod:`tcplab.course`); a language's words are both, read as one set, and a key may be in one file
+only. A translation is one more file per folder and no code change; a key it lacks falls back to
+English, so a partial translation still renders. Code above this module (plots, analysis, report)
+imports down to it.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+from .folders import COURSE_DIR, WORDS
 
 __all__ = ["Messages", "messages", "default_language", "speaking", "languages", "template_fields", "choice_only_fields", "STRINGS_DIR",
+           "words_dirs", "all_words", "DuplicateWords",
            "SaidWhereItArose", "SaidByReason"]
 
 STRINGS_DIR = Path(__file__).parent / "strings"
@@ -57,6 +62,21 @@ def languages() -> list[str]:
     return sorted(p.stem for p in STRINGS_DIR.glob("*.json") if "." not in p.stem)
 
 
+class DuplicateWords(ValueError):
+    """One key in two words files: which one a page would show is left to chance."""
+
+
+def words_dirs(course_dir: Path | None = None) -> list[Path]:
+    """The folders of words: the shared ones (``strings/``), then each room's ``words/`` (a
+    room that has one; :mod:`tcplab.course` owns which rooms are the course's)."""
+    course_dir = Path(course_dir or COURSE_DIR)
+    return [STRINGS_DIR, *sorted(p for p in course_dir.glob(f"*/{WORDS}") if p.is_dir())]
+
+
+def _read_words(path: Path) -> dict[str, str]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 @lru_cache(maxsize=None)
 def _load(language: str) -> dict[str, str]:
     path = STRINGS_DIR / f"{language}.json"
@@ -66,7 +86,19 @@ def _load(language: str) -> dict[str, str]:
         if language == FALLBACK_LANGUAGE:
             raise FileNotFoundError(f"tcplab's English strings are missing: {path}")
         return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+    words: dict[str, str] = {}
+    where: dict[str, Path] = {}
+    for folder in words_dirs():
+        for key, text in _read_words(folder / f"{language}.json").items():
+            if key in words:
+                raise DuplicateWords(f"{key!r} is in {where[key]} and in {folder / f'{language}.json'}")
+            words[key], where[key] = text, folder / f"{language}.json"
+    return words
+
+
+def all_words(language: str = FALLBACK_LANGUAGE) -> dict[str, str]:
+    """Every key of ``language`` and its text: the shared strings and every room's words."""
+    return dict(_load(language))
 
 
 @lru_cache(maxsize=None)

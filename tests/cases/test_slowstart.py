@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from tcplab.analysis import theory
-from tcplab.cases import slowstart
+from tcplab.rooms import slowstart
 
 
 def flight_packets(first: int, second: int, idle: float = 2.0):

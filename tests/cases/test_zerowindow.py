@@ -10,7 +10,7 @@ import pytest
 from tcplab.cases import CaseLab
 from tcplab.cases.replay import replay_root
 from tcplab.cases.trial import Trial
-from tcplab.cases import zerowindow as zw
+from tcplab.rooms import zerowindow as zw
 from tcplab.lab import PathSpec
 from tcplab.runs import load_run
 from tcplab.traffic import Bulk, Slowreader

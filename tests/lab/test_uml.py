@@ -99,7 +99,7 @@ def test_an_experiment_in_uml_leaves_a_complete_record_on_the_host(kernel, monke
 
 
 def test_an_object_held_in_uml_is_itself_in_calls_there_and_let_go_after(kernel, monkeypatch):
-    from tcplab.cases.tcp_mem import Ballast
+    from tcplab.rooms.tcp_mem import Ballast
     from tcplab.lab.kernels import call_in, held_in
 
     monkeypatch.setattr(uml, "_shared", kernel)

@@ -24,7 +24,7 @@ from tcplab.report.grading import (DEFAULT_TOLERANCE, SCHEMA, VERDICTS, case_id_
 from tcplab.report.worksheet import worksheet_box, worksheet_rows
 from tcplab.report.scores import Check, Scores, at_most, check, equals, scores_output, within
 from tcplab.units import ParameterError
-from tcplab.words import STRINGS_DIR, Messages
+from tcplab.words import Messages, all_words
 
 CASE = "01-send-buffer"
 
@@ -296,7 +296,7 @@ def test_no_measurement_is_bad_input_saying_how_to_get_one(tmp_path):
 
 
 def test_every_grade_string_exists():
-    keys = set(json.loads((STRINGS_DIR / "en.json").read_text(encoding="utf-8")))
+    keys = set(all_words("en"))
     source = (Path(__file__).resolve().parents[2] / "lib/tcplab/report/grading.py").read_text()
     used = set(re.findall(r"""["'](grade\.\w+)["']""", source)) | {f"grade.verdict.{v}" for v in VERDICTS}
     assert used <= keys, sorted(used - keys)
@@ -396,9 +396,9 @@ _GIVES_AWAY = re.compile(r"\bbetween\b|\d\s*[–-]\s*\d|[≤≥<>]|\bat (?:least
 def test_no_worksheet_line_states_what_it_asks():
     """A worksheet key is the check's name, which the student reads before the run: it names the
     quantity, and the rule stays in the checks table the page shows after the reveal."""
-    from tcplab.course import NOTEBOOKS, available_cases
+    from tcplab.course import available_cases, room
     for case in available_cases():
-        notebook = nbformat.read(NOTEBOOKS / f"{case}.ipynb", as_version=4)
+        notebook = nbformat.read(room(case).notebook, as_version=4)
         sheets = [c for c in notebook.cells if "worksheet" in c.metadata.get("tags", [])]
         assert len(sheets) == 1, case
         for check_name, _, _ in worksheet_rows(sheets[0].source):

@@ -23,7 +23,7 @@ from tcplab.words import Messages, _load, template_fields
 
 @pytest.mark.parametrize("case", course.available_cases())
 def test_static_prose_declares_every_quantity_it_states(case):
-    nb = nbformat.read(course.NOTEBOOKS / f"{case}.ipynb", as_version=4)
+    nb = nbformat.read(course.room(case).notebook, as_version=4)
     undeclared = prose.undeclared_numbers(nb)
     assert not undeclared, (
         f"{case}: Markdown cells state quantities without declaring them (cell metadata tcplab.states, "
@@ -45,7 +45,7 @@ def test_every_sentence_a_notebook_says_exists_with_the_fields_it_fills():
     t = Messages("en")
     calls = 0
     for case in course.available_cases():
-        nb = nbformat.read(course.NOTEBOOKS / f"{case}.ipynb", as_version=4)
+        nb = nbformat.read(course.room(case).notebook, as_version=4)
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue

@@ -89,7 +89,7 @@ class CaseLab:
         self._backends: list[str] = []
         self._kernels: list[str] = []  # "6.1.176 (UML)": the kernels the variants ran on
         self._case_runs = runs_root(runs_dir) / case_id
-        self._replay = replay.replay_root(replay_dir) / case_id
+        self._replay = replay.case_replay_dir(case_id, replay_dir)
         if mode == "replay":
             if not (self._replay / replay.INDEX).exists():
                 raise replay.ReplayMissing("no_data", case=case_id, folder=self._replay)

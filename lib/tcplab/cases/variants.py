@@ -72,7 +72,7 @@ class VariantTable:
         local = cls.read(case, runs_root(runs_dir) / case)
         if local.runs and all(folder.is_dir() for folder in local.runs.values()):
             return local
-        shipped = cls.read(case, replay.replay_root(replay_dir) / case)
+        shipped = cls.read(case, replay.case_replay_dir(case, replay_dir))
         if not shipped.runs:
             raise ParameterError("--case", case, "a case that ran here or has replay data",
                                  f"no variants of {case} are indexed in {local.source} or {shipped.source}")

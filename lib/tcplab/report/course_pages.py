@@ -1,8 +1,9 @@
 """Pages of the course that no run produces: the references and the cheat sheet.
 
-Both are data, not code: ``notebooks/references.json`` lists every work the course cites and
-the cases that use it, and the strings' ``cheatsheet.<case>.*`` keys hold one row per case
-(symptom, signature in ``ss`` and the capture, cause, fix), so a translation covers them. The
+Both are data, not code: ``course/references.json`` lists every work the course cites, each
+room's ``case.toml`` the ones its case cites (``cites``), and each room's words hold its row
+(``cheatsheet.<case>.*``: symptom, signature in ``ss`` and the capture, cause, fix), so a
+translation covers them. The
 handout shows the cheat sheet after its summary, each case's references under it and the
 references page at its end; ``make report`` also writes the cheat sheet as a page of its
 own (``cheatsheet.html``, ``cheatsheet.pdf``).
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..course import case_number
+from ..course import CourseError, case_number, course
 from ..files import write_atomically
 from ..words import Messages
 from .context import ReportContext
@@ -79,12 +80,21 @@ class CheatRow:
     cells: tuple[str, ...]
 
 
-def read_references(notebooks_dir: str | Path | None) -> list[Reference]:
-    """The course's references (none for a folder of notebooks without the file)."""
-    if notebooks_dir is None or not (Path(notebooks_dir) / REFERENCES_FILE).is_file():
+def read_references(course_dir: str | Path | None = None) -> list[Reference]:
+    """The course's references, each with the cases whose rooms cite it (none for a course
+    folder without the file). A room that cites a work the file lacks is refused."""
+    the_course = course(course_dir)
+    path = the_course.folder / REFERENCES_FILE
+    if not path.is_file():
         return []
-    data = json.loads((Path(notebooks_dir) / REFERENCES_FILE).read_text(encoding="utf-8"))
-    return [Reference(r["id"], r["kind"], r["cite"], r.get("url"), tuple(r.get("cases", ())),
+    data = json.loads(path.read_text(encoding="utf-8"))
+    known = {r["id"] for r in data["references"]}
+    for room in the_course.rooms:
+        unknown = [c for c in room.cites if c not in known]
+        if unknown:
+            raise CourseError(f"{room.folder / 'case.toml'}: cites {', '.join(unknown)}, which {path} does not list")
+    return [Reference(r["id"], r["kind"], r["cite"], r.get("url"),
+                      tuple(room.case_id for room in the_course.rooms if r["id"] in room.cites),
                       r.get("original"), tuple(r.get("more_urls", ())), r.get("translations"))
             for r in data["references"]]
 

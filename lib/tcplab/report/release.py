@@ -18,7 +18,7 @@ from typing import Iterable
 
 import nbformat
 
-from ..course import NOTEBOOKS
+from ..course import room
 from ..i18n import FALLBACK_LANGUAGE, LANGUAGE_METADATA, translate_notebook
 from ..units import ParameterError
 from .editions import EDITION_TAGS, without_instructor_parts
@@ -41,9 +41,9 @@ def _speaks(language: str) -> nbformat.NotebookNode:
 
 
 def student_notebook(nb: nbformat.NotebookNode, case_id: str, language: str = FALLBACK_LANGUAGE,
-                     notebooks_dir: str | Path | None = None) -> nbformat.NotebookNode:
+                     course_dir: str | Path | None = None) -> nbformat.NotebookNode:
     """``nb`` (a case's source notebook) as it is handed to students, in ``language``."""
-    released = translate_notebook(nb, language, case_id=case_id, notebooks_dir=notebooks_dir)
+    released = translate_notebook(nb, language, case_id=case_id, course_dir=course_dir)
     released.cells = [c for c in released.cells if not RELEASE_REMOVED & set(c.metadata.get("tags", []))]
     for cell in released.cells:
         if cell.cell_type == "code":
@@ -58,15 +58,14 @@ def student_notebook(nb: nbformat.NotebookNode, case_id: str, language: str = FA
 
 
 def release(cases: Iterable[str], out_dir: str | Path, language: str = FALLBACK_LANGUAGE,
-            notebooks_dir: str | Path | None = None) -> list[Path]:
+            course_dir: str | Path | None = None) -> list[Path]:
     """Write each case's student notebook to ``out_dir/<case>.ipynb``; the paths written. Every
     notebook is made before the first is written: a case that cannot be released writes nothing."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ParameterError("--output", str(out_dir), "a folder for the students' notebooks", "it is a file")
-    source = Path(notebooks_dir or NOTEBOOKS)
-    made = {case: student_notebook(nbformat.read(source / f"{case}.ipynb", as_version=4), case, language,
-                                   notebooks_dir=source)
+    made = {case: student_notebook(nbformat.read(room(case, course_dir).notebook, as_version=4), case, language,
+                                   course_dir=course_dir)
             for case in cases}
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
