@@ -270,9 +270,10 @@ def test_bound_sentences_on_the_pages_are_their_runs(replay_report):
             fields = sentence["fields"]
             for name, field in fields.items():
                 if isinstance(field["value"], list):  # a list of the run's values
-                    assert field["text"] == prose.several(field["value"], field["kind"]).text("en"), (case, name, field)
+                    kind = prose.LIST_OF + field["kind"]
+                    assert field["text"] == prose.written(field["value"], kind, "en"), (case, name, field)
                 elif field["kind"] != "word":
-                    assert field["text"] == str(prose.Quantity(field["value"], field["kind"])), (case, name, field)
+                    assert field["text"] == prose.written(field["value"], field["kind"], "en"), (case, name, field)
             assert sentence["text"] == t(sentence["key"], **{k: f["text"] for k, f in fields.items()})
             # As the page shows it: Markdown's code marks and an instructor span's tags are no words.
             shown = re.sub(r"<[^>]+>", "", sentence["text"]).replace("`", " ")

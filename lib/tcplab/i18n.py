@@ -40,7 +40,8 @@ from .course import WORDS, available_cases, room
 from .files import write_atomically
 from .units import ParameterError
 from .params import check_language
-from .words import FALLBACK_LANGUAGE, STRINGS_DIR, choice_only_fields, languages, template_fields, words_dirs
+from .words import (FALLBACK_LANGUAGE, STRINGS_DIR, choice_only_fields, languages, template_fields, template_kinds,
+                    words_dirs)
 
 __all__ = ["SCHEMA", "source_sha256", "translation_path", "Translation",
            "read_translation", "write_translation", "translate_notebook", "translated_title", "stub",
@@ -321,7 +322,8 @@ class StringsCheck:
     extra: list[str] = field(default_factory=list)
     #: Keys whose English changed since their translation was accepted (or never was).
     stale: list[str] = field(default_factory=list)
-    #: Keys whose {placeholders} differ from the English ones: filling them would fail or lose a value.
+    #: Keys whose {placeholders} differ from the English ones (names, or a typed slot's kind):
+    #: filling them would fail, lose a value or write it otherwise.
     placeholders: list[str] = field(default_factory=list)
     translated: int = 0
     total: int = 0
@@ -408,7 +410,10 @@ def check_strings(language: str, strings_dir: str | Path | None = None) -> Strin
         # A number that only chooses the English word's plural ({n|segment|segments}) may go
         # unused in a language that has none.
         fields, optional = template_fields(text), choice_only_fields(text)
-        if not (fields - optional <= template_fields(own[key]) <= fields):
+        # A typed slot ({budget:size}) is written by its kind: a translation types it alike.
+        if (not (fields - optional <= template_fields(own[key]) <= fields)
+                or template_kinds(own[key]).items() - template_kinds(text).items()
+                or template_kinds(text).keys() & template_fields(own[key]) - template_kinds(own[key]).keys()):
             result.placeholders.append(key)
     result.extra = [k for k in own if k not in english]
     return result

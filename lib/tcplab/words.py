@@ -27,7 +27,7 @@ from typing import Any, Iterator
 from .folders import COURSE_DIR, WORDS
 
 __all__ = ["Messages", "messages", "default_language", "speaking", "languages", "template_fields", "choice_only_fields", "STRINGS_DIR",
-           "words_dirs", "all_words", "DuplicateWords",
+           "words_dirs", "all_words", "DuplicateWords", "fill", "template_kinds",
            "SaidWhereItArose", "SaidByReason"]
 
 STRINGS_DIR = Path(__file__).parent / "strings"
@@ -126,6 +126,23 @@ def _patterns(namespace: str) -> tuple[tuple[re.Pattern[str], str, tuple[str, ..
 _PLURAL = re.compile(r"\{(\w+)\|([^{}|]*)\|([^{}|]*)\}")
 
 
+#: A slot that says what kind of quantity fills it: ``{budget:size}``, ``{rtts:list of duration}``.
+#: Its writer (:data:`tcplab.report.prose.KINDS`) turns the run's number into the slot's text; here
+#: a kind is a word of three letters or more, which no Python format specification is.
+_TYPED = re.compile(r"\{(\w+):([a-z][a-z_ ]{2,})\}")
+
+
+def template_kinds(template: str) -> dict[str, str]:
+    """The typed slots of a template and their kinds: ``{"budget": "size"}``."""
+    return {m.group(1): m.group(2) for m in _TYPED.finditer(template)}
+
+
+def fill(template: str, fields: dict[str, Any]) -> str:
+    """``template`` with ``fields`` filled in (a typed slot takes its field's text as it is) and
+    each plural choice agreeing with its number."""
+    return _agree(_TYPED.sub(r"{\1}", template), fields).format(**fields)
+
+
 def _agree(template: str, fields: dict[str, Any]) -> str:
     def choose(match: re.Match[str]) -> str:
         name, one, other = match.groups()
@@ -161,7 +178,11 @@ class Messages:
         if template is None:
             # A visible key beats a crash in the middle of a report; tests catch it.
             return key
-        return _agree(template, fields).format(**fields) if fields else template
+        return fill(template, fields) if fields else template
+
+    def template(self, key: str) -> str | None:
+        """The template of ``key`` in this language (English where it has none), unfilled."""
+        return self._own.get(key, self._fallback.get(key))
 
     def has(self, key: str) -> bool:
         return key in self._own or key in self._fallback

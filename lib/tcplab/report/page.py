@@ -1,0 +1,112 @@
+"""What a case notebook shows its reader about its runs: the page's side of a case.
+
+::
+
+    lab = CaseLab(case_id, mode=mode, kernel=kernel, profile=profile, fresh=fresh)
+    page = CasePage(lab)
+    display(page)                                   # live on which kernel and why, or replayed
+    page.say("upload", rtt=rtt_s, took=slow.duration_s)   # a sentence the run fills (prose)
+    page.tell("cc_ran", cc="bbr")                   # a note of what ran, in words
+    page.publish("Send buffer", checks)             # the scored checks, left for the report
+
+The lab (:class:`tcplab.cases.CaseLab`) gets the runs; the page says what they show, in the page's
+language, in the house style of every table and figure (set when the page is made).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..words import Messages
+from . import prose, scores
+from .tables import use_house_style
+
+__all__ = ["CasePage"]
+
+
+class CasePage:
+    """The page of one execution of a case: its banner, its sentences and notes, its checks."""
+
+    def __init__(self, lab: Any) -> None:
+        from .. import plots
+
+        self.lab = lab
+        self.case_id = lab.case_id
+        use_house_style()  # every table the notebook shows, written as the pages write numbers
+        # Every figure too, from the first: one the notebook makes itself (plt.subplots) before
+        # any tcplab plot would otherwise lack the CJK font its translated labels need.
+        plots.use_house_style()
+
+    def say(self, name: str, **values: Any) -> None:
+        """Show one of this case's sentences (``prose.<case>.<name>``) filled with this run's
+        values, each written as its slot's kind says: how a page states a measured number
+        (:mod:`tcplab.report.prose`)."""
+        prose.say(self.case_id, name, **values)
+
+    def tell(self, name: str, **words: Any) -> None:
+        """Show one of this case's notes (``note.<case>.<name>``, Markdown) in the page's
+        language: what ran, named in words (a congestion control, a backend, settings read back);
+        a measured number is said with :meth:`say` instead."""
+        from IPython.display import Markdown, display  # only where a notebook runs
+
+        t = Messages()
+        if words.get("backend"):  # a code ("delayline"; "delayline,netem" where both ran) in words
+            words["backend"] = t.backends(str(words["backend"]))
+        display(Markdown(t(f"note.{self.case_id}.{name}", **words)))
+
+    def limits_note(self, limits: Any, trials: Any = None) -> str:
+        """One sentence (Markdown) per socket-buffer limit the variants ask about
+        (:meth:`tcplab.cases.buffers.BufferLimits.changes`): the value found, where, which variants
+        ran with it raised or lowered, and the value read after the runs."""
+        t, lab = Messages(), self.lab
+        where = t("buffers.where.replay" if lab.mode == "replay" else
+                  "buffers.where.uml" if lab.kernel == "uml" else "buffers.where.host")
+        sentences = []
+        for change in limits.changes(trials):
+            parts = []
+            for value, labels in sorted(change.changed.items(), key=lambda item: -item[0]):
+                verb = "raised" if value > change.found else "lowered"
+                their = "many" if len(labels) > 1 else "one"
+                parts.append(t(f"buffers.{verb}_{their}", variants=_variants(labels, t), value=value))
+            if change.asked is not None and not any(v > change.found for v in change.changed):
+                parts.insert(0, t("buffers.enough", asked=change.asked))
+            back = (t("buffers.back_same", end=change.after) if change.after == change.found
+                    else t("buffers.back_changed", end=change.after, found=change.found))
+            sentences.append(t("buffers.sentence", sysctl=change.key, found=change.found, where=where,
+                               parts=t("buffers.separator").join(parts), back=back))
+        return " ".join(sentences)
+
+    def environment(self) -> dict[str, str]:
+        """Where the numbers come from: this machine, or the one that recorded them."""
+        lab = self.lab
+        env = scores.default_environment()
+        if lab.mode == "replay":
+            env["kernel"] = lab.kernels or "unknown"
+            env["data"] = "recorded runs (replay)"
+        elif lab.kernels:
+            env["kernel"] = lab.kernels
+        if lab.kernel is not None:
+            env["lab kernel"] = f"{lab.kernel} ({lab.kernel_why})"
+        return env
+
+    def publish(self, title: str, checks: Sequence[Any]) -> None:
+        """Show the case's scored checks and leave them in the notebook for the report."""
+        runs_read, disturbed = self.lab.health()
+        scores.publish(self.case_id, title, checks, backend=self.lab.backend, mode=self.lab.mode,
+                       environment=self.environment(), runs_read=runs_read, disturbed=disturbed)
+
+    def _repr_markdown_(self) -> str:
+        t, lab = Messages(), self.lab
+        if lab.mode == "live" and lab.kernel == "uml":
+            return t("page.banner.live_uml", why=lab.kernel_why, profile=lab.profile)
+        if lab.mode == "live":
+            return t("page.banner.live", profile=lab.profile)
+        return t("page.banner.replay", kernel=lab.kernels or "?", profile=lab.runs_profile or "?")
+
+
+def _variants(labels: list[str], t: Messages) -> str:
+    """"the variant a" or "the variants a, b and c", as the page's language lists names."""
+    if len(labels) == 1:
+        return t("buffers.variant", names=labels[0])
+    names = t("buffers.list_comma").join(labels[:-1]) + t("buffers.list_and") + labels[-1]
+    return t("buffers.variants", names=names)
