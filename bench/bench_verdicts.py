@@ -34,7 +34,7 @@ from tcplab.experiment import Experiment, ExperimentFailed
 from tcplab.lab import NetPath, PathSpec
 from tcplab.observe import ObserveSpec
 from tcplab.observe.health import reasons_of
-from tcplab.traffic import Bulk, Reqresp, Slowreader
+from tcplab.traffic import AppResult, Bulk, Reqresp, Slowreader
 
 UNDETERMINED = "undetermined"
 VANTAGES = ("sender", "sender+run", "receiver", "router")
@@ -128,7 +128,7 @@ def measure(causes, runs_dir: Path, quick: bool) -> list[dict]:
                     except ExperimentFailed as exc:
                         these.append({**setting, "capture": capture, "vantage": None, "verdict": f"run failed: {exc}"})
                         continue
-                    goodput = float(run.app.goodput_bps)
+                    goodput = float(AppResult.of_run(run).goodput_bps)
                     facts = {**setting, "capture": capture, "disturbed": reasons_of(run), "goodput_bps": goodput,
                              "built": cause.holds(goodput, max_goodput(rate))}
                     for vantage, pcap in _captures(run, workload.sender()).items():

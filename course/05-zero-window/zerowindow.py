@@ -17,6 +17,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from tcplab.analysis.packets import read_packets
 from tcplab.analysis.table import data_direction, main_flow
 from tcplab.observe.ss import read_by
 from tcplab.cases.trial import Trial
@@ -57,7 +58,7 @@ def receiver_packets(trial: Trial) -> pd.DataFrame:
     pcap = next((p for p in trial.run.pcaps if p.name.startswith(trial.receiver)), None)
     if pcap is None:
         raise LookupError(f"{trial.label}: no capture at the {trial.receiver}; run it with capture='both'")
-    return _flow(trial.run.packets(pcap).packets)
+    return _flow(read_packets(pcap).packets)
 
 
 def pause(trial: Trial, packets: pd.DataFrame) -> tuple[float, float]:

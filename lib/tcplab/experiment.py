@@ -4,7 +4,7 @@
 
     with NetPath(rtt="20ms", rate="100mbit") as path:
         run = Experiment(path, Bulk(size="22MB", sndbuf="16KB"), case="01-send-buffer").run()
-    run.pcap, run.telemetry, run.app, run.params
+    run.pcap, run.telemetry, run.params, AppResult.of_run(run), PathSpec.of_run(run)
 
 The order of :meth:`Experiment.run`: check the workload against the host's buffer limits
 (nothing has started yet), open the run record, start tracepoints, tcpdump (confirmed

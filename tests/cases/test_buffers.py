@@ -204,7 +204,7 @@ def test_on_stock_limits_a_variant_runs_with_its_limit_raised_then_restored(stoc
     assert sysctl.read(buffers.WMEM_MAX) == str(STOCK)  # back to the value the path found
     small = lab.run("sndbuf-16KB", Bulk(size="256KB", sndbuf="16KB", cc="cubic"),
                     path=limits.spec(spec, Bulk(sndbuf="16KB")), observe=observe)
-    assert small.run.spec.host == {}  # nothing to raise for 16 KB
+    assert small.spec.host == {}  # nothing to raise for 16 KB
     note = CasePage(lab).limits_note(limits)
     assert f"`net.core.wmem_max` was {STOCK} on this machine" in note
     assert "the variant sndbuf-256KB raised it to 262144 for its run" in note

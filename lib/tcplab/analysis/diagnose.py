@@ -103,8 +103,11 @@ class DiagnosisContext(Params):
     def from_run(cls, run: Any) -> "DiagnosisContext":
         """From a run record (:class:`tcplab.runs.Run`): its path, the sockets its programs
         read back, and the receiver's kernel counters."""
-        workload, spec = run.workload, run.spec
-        sockets = (run.app.sockets if run.app is not None else None) or {}
+        from ..lab import PathSpec  # a run record's own types: only for a diagnosis of one
+        from ..traffic import AppResult, Workload
+
+        workload, spec, app = Workload.of_run(run), PathSpec.of_run(run), AppResult.of_run(run)
+        sockets = (app.sockets if app is not None else None) or {}
         sends, receives = sockets.get(workload.sender(), {}), sockets.get(workload.receiver(), {})
         out: dict[str, Any] = {"rate_bps": spec.rate, "rtt_s": 2 * spec.one_way_delay or None,
                                "cc": sends.get("cc") or None, "mtu": spec.mtu}

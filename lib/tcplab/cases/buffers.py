@@ -324,10 +324,10 @@ class BufferLimits:
         found_changes = []
         for key, param in ((WMEM_MAX, "sndbuf"), (RMEM_MAX, "rcvbuf")):
             found = int(self.found[key])
-            asked = [int(v) for t_ in trials if (v := getattr(t_.run.workload, param, None)) is not None]
+            asked = [int(v) for t_ in trials if (v := getattr(t_.workload, param, None)) is not None]
             changed: dict[int, list[str]] = {}
             for trial in trials:
-                host = {sysctl.key_of(k): v for k, v in trial.run.spec.host.items()}
+                host = {sysctl.key_of(k): v for k, v in trial.spec.host.items()}
                 if key in host and int(host[key]) != found:
                     changed.setdefault(int(host[key]), []).append(trial.label)
             if asked or changed:

@@ -21,7 +21,9 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from ..lab import PathSpec
 from ..runs import Run, runs_root
+from ..traffic import Workload
 from ..units import ParameterError, parse_duration, parse_size
 from . import replay
 
@@ -95,10 +97,10 @@ class VariantTable:
         rows = {}
         for label in self.labels:
             run = self.run_of(label)
-            spec = run.spec
+            spec, workload = PathSpec.of_run(run), Workload.of_run(run)
             sysctls = {**spec.host, **spec.sysctls}
-            rows[label] = {"workload": run.workload.name, "repetition": run.params.get("repetition", 1),
-                           **spec.describe(), **run.workload.describe(),
+            rows[label] = {"workload": workload.name, "repetition": run.params.get("repetition", 1),
+                           **spec.describe(), **workload.describe(),
                            "sysctls": ", ".join(f"{k}={v}" for k, v in sorted(sysctls.items())) or "none"}
         frame = pd.DataFrame.from_dict(rows, orient="index")
         always = [c for c in ("workload", "rtt", "rate") if c in frame.columns]
