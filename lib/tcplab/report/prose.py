@@ -7,7 +7,7 @@ translated) whose slots say what kind of quantity fills them, and :func:`say` fi
 run's numbers as they are::
 
     "peak_w": "the peak `w` reached {peak:size}, {ratio:times} `tb` ({tb:size})"
-    lab.say("peak_w", peak=table.loc[slow.label, "peak w"], ratio=peak / tb, tb=tb)
+    page.say("peak_w", peak=table.loc[slow.label, "peak w"], ratio=peak / tb, tb=tb)
 
 One formatter writes every kind (:data:`KINDS`: sizes in KB = 1024 B, rates decimal, …), in every
 language alike; ``{rtts:list of duration}`` takes several values, joined as the page's language
