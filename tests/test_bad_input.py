@@ -2,7 +2,7 @@
 ``make report``, ``tcplab diagnose``, ``tcplab grade``, ``tcplab release``, a notebook's parameters through papermill ``-p``) refuses
 a bad value with the parameter's name and what it accepts, exits with the bad-input code,
 and touches nothing: no run record, no report directory, and (the autouse fixture of
-conftest.py) no namespace, qdisc, iptables rule, sysctl or process. The README's table of
+conftest.py) no namespace, qdisc, iptables rule, sysctl or process. docs/testing.md's table of
 exit codes and this table belong together.
 """
 

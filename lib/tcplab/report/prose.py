@@ -16,7 +16,7 @@ name); a number there is refused, so that no number reaches a page unwritten.
 
 The output carries the sentence as Markdown for readers and, under :data:`MIME_TYPE`, the
 key and every value with its kind and text, so a test can hold each number on the page to the
-value it came from (``tests/test_prose.py``). A comparison between runs is not a sentence but a
+value it came from (``tests/report/test_prose.py``). A comparison between runs is not a sentence but a
 scored check (``report.scores``): a run that contradicts it fails visibly.
 """
 
