@@ -137,13 +137,16 @@ class Diagnosis:
     summary: str
     metrics: FlowMetrics = field(repr=False)
     caveats: list[str] = field(default_factory=list)  # what the capture lacks; also in sentences
+    #: What the label carries beside it (``standing-queue``: round trips grown behind a full bottleneck queue).
+    qualifiers: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         from .metrics import _json_ready
 
         return {"label": self.label, "title": self.title, "explanation": self.explanation,
                 "limits": [[k, v] for k, v in self.limits], "evidence": _json_ready(self.evidence),
-                "sentences": self.sentences, "caveats": self.caveats, "summary": self.summary,
+                "sentences": self.sentences, "caveats": self.caveats, "qualifiers": self.qualifiers,
+                "summary": self.summary,
                 "metrics": self.metrics.to_dict()}
 
 
@@ -216,14 +219,14 @@ class _Reasoner:
             silent = m.unanswered_s / m.duration_s
             limits = {"peer-unresponsive": silent,
                       **{k: v * (1 - silent) for k, v in shares.items() if v * (1 - silent) > 0}}
-            return self._done("peer-unresponsive", limits, self._peer_unresponsive())
+            return self._done("peer-unresponsive", limits, self._peer_unresponsive(silent))
         if m.zero_window_s > 0 and shares.get("zero-window", 0.0) >= MIN_SHARE:
             return self._done("zero-window", shares, self._zero_window(shares["zero-window"]))
         if m.data_packets < MIN_DATA_PACKETS:
             return self._done("undetermined", shares, self._say("undetermined-few", data_packets=m.data_packets))
         best, share = next(iter(shares.items()), ("undetermined", 0.0))
         if self._short_transfer() and best in (SENDER_SIDE, "receiver-window-limited"):
-            return self._done("slow-start", shares, self._slow_start())
+            return self._done("slow-start", shares, self._slow_start(share))
         if share < MIN_SHARE:
             name = best if best != SENDER_SIDE else self.words("diagnosis.sender_side")
             return self._done("undetermined", shares, self._say("undetermined-weak", best=name, share=format_share(share)))
@@ -244,7 +247,7 @@ class _Reasoner:
             return self._done(label, shares, self._pending)
         if label != best and label in shares:
             share = shares[label]  # the label's own round trips, not the sender side's
-        return self._done(label, shares, getattr(self, "_" + label.replace("-", "_"))(share))
+        return self._done(label, shares, EVIDENCE[label](self, share))
 
     def _split_sender_side(self) -> str:
         m = self.m
@@ -447,7 +450,7 @@ class _Reasoner:
                          share=format_share(m.zero_window_s / m.duration_s if m.duration_s else 0.0),
                          persist_probes=m.persist_probes, window_updates=m.window_updates) + self._pruned()
 
-    def _peer_unresponsive(self) -> list[str]:
+    def _peer_unresponsive(self, share: float) -> list[str]:
         m = self.m
         self.evidence.update(unanswered_s=m.unanswered_s, unanswered_resends=m.unanswered_resends,
                              acked_bytes=m.acked_bytes, timeouts=m.timeouts)
@@ -559,7 +562,7 @@ class _Reasoner:
         f = self.m.facts
         return self._gap_evidence("nagle-delayed-ack", f.nagle_gaps, f.nagle_gap_s, f.nagle_gap_median_s, share)
 
-    def _slow_start(self) -> list[str]:
+    def _slow_start(self, share: float) -> list[str]:
         m = self.m
         rounds = m.transfer_s / m.rtt_s
         self.evidence.update(transfer_s=m.transfer_s, rounds=rounds, inflight_max_bytes=m.inflight_max_bytes)
@@ -621,6 +624,27 @@ class _Reasoner:
         if label in ("sender-buffer-limited", "path-bandwidth", "slow-start", "application-limited"):
             return label
         return SENDER_SIDE
+
+
+#: Each label's evidence: the method of :class:`_Reasoner` that gathers its numbers and says them,
+#: given the label's share of the transfer. Every label but "undetermined" (whose evidence is
+#: what the rules found missing) has one; checked below, at import.
+EVIDENCE = {
+    "sender-buffer-limited": _Reasoner._sender_buffer_limited,
+    "receiver-window-limited": _Reasoner._receiver_window_limited,
+    "zero-window": _Reasoner._zero_window,
+    "congestion-loss": _Reasoner._congestion_loss,
+    "path-bandwidth": _Reasoner._path_bandwidth,
+    "application-limited": _Reasoner._application_limited,
+    "nagle-delayed-ack": _Reasoner._nagle_delayed_ack,
+    "window-scaling-absent": _Reasoner._window_scaling_absent,
+    "slow-start": _Reasoner._slow_start,
+    "cwnd-limited": _Reasoner._cwnd_limited,
+    "peer-unresponsive": _Reasoner._peer_unresponsive,
+}
+if set(EVIDENCE) != set(LABELS) - {"undetermined"}:
+    raise ImportError(f"diagnosis labels without evidence: {sorted(set(LABELS) - {'undetermined'} - set(EVIDENCE))}; "
+                      f"evidence without a label: {sorted(set(EVIDENCE) - set(LABELS))}")
 
 
 def _resends(m: FlowMetrics) -> int:
