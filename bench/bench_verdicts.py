@@ -35,6 +35,7 @@ import itertools
 import json
 import math
 import shutil
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -382,4 +383,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if "--rediagnose" in sys.argv:  # analysis only: it measures nothing, so it waits for nobody
+        sys.exit(main())
     run_alone(main)
