@@ -443,7 +443,8 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
         order_rx = np.argsort(rx_time, kind="mergesort")
         rx_time, rx_rtt = rx_time[order_rx], rx_rtt[order_rx]
         samples = rx_rtt
-        rtt_min = samples.min() if samples.size else nan
+        # The fastest round trip: the handshake's where it is faster (before any queue built).
+        rtt_min = min(samples.min(), hs) if samples.size and hs == hs else (samples.min() if samples.size else hs)
     of[F_RTT] = rtt
     of[F_RTT_MIN] = rtt_min
     of[F_RTT_MEDIAN] = _median(samples)
@@ -456,6 +457,9 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
     if mss <= 0:
         mss = ln[data].max() if nd else 0
     oi[I_MSS] = mss
+    # Segments in MSS units from the handshake: a TSO/GSO super-segment (captured at the sender
+    # before the NIC cuts it) or a GRO-coalesced one (at the receiver) counts as the segments it holds.
+    oi[I_DATA_PACKETS] = _segments(ln[data], mss)
     body = rcv[~syn[rcv]]
     rw_t = t[body]
     rw_raw = win_raw[idx][body]
@@ -568,10 +572,10 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
     for k in range(retx.size):
         mask[retx[k]] |= M_RETX
     retx_bytes = ln[retx].sum()
-    oi[I_RESENT] = resent.size
+    oi[I_RESENT] = _segments(ln[resent], mss)
     oi[I_RESENT_BYTES] = resent_bytes
     of[F_RESENT_FRACTION] = resent_bytes / payload if payload else 0.0
-    oi[I_RETX] = retx.size
+    oi[I_RETX] = _segments(ln[retx], mss)
     oi[I_RETX_BYTES] = retx_bytes
     of[F_LOSS_FRACTION] = retx_bytes / payload if payload else 0.0
     oi[I_FAST] = ((ex[data] & A_FAST_RETRANSMISSION) != 0).sum()
@@ -729,6 +733,15 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
             oi[I_ROUNDS + c - 1] += 1
     return (mask, edges, sent, delivered, states, gap_start, gap_end, gap_out, gap_reason, zw_start, zw_end,
             rec_start, rec_end, ts_time, ts_rtt, req, in_t, in_b)
+
+
+@njit(cache=True)
+def _segments(lengths, mss):
+    """How many MSS-sized segments ``lengths`` of payload make (each at least one)."""
+    total = 0
+    for n in lengths:
+        total += max((n + mss - 1) // mss, 1) if mss > 0 else 1
+    return total
 
 
 @njit(cache=True)
