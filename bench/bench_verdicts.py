@@ -17,7 +17,9 @@ matrix and counted.
 The kernel is the second ground truth: each row carries the sender's own chrono accounting from
 its ``ss`` samples (tcp_info's busy, rwnd_limited and sndbuf_limited times, read through
 inet_diag) and the limit they name (:func:`kernel_limit`), and the kernel's smoothed round trip
-over the path's, which says whether a standing queue was there (:func:`kernel_queue`).
+over the path's, which says whether a standing queue was there (:func:`kernel_queue`): a
+path-bandwidth run is built as ``path-bandwidth+standing-queue`` where it was, and its verdict is
+right only with the qualifier then, and only without it otherwise.
 
 ``--keep DIR`` keeps the runs (their captures and records); ``--rediagnose RESULT`` diagnoses
 the kept runs of an earlier result again, without measuring, and rewrites that result.
@@ -144,10 +146,8 @@ def verdict_of(pcap: Path, **with_run: Any) -> tuple[str, dict]:
 
 
 def right(verdict: str, built: str) -> bool:
-    """The verdict's label is the built one, with every qualifier the cause was built to have."""
-    label, *qualifiers = verdict.split(QUALIFIED)
-    want, *wanted = built.split(QUALIFIED)
-    return label == want and set(wanted) <= set(qualifiers)
+    """The verdict's label is the built one, with the qualifiers the run had, no more, no fewer."""
+    return verdict == built
 
 
 def _vantage(pcap: Path, sender: str) -> str:
@@ -238,7 +238,12 @@ def _finite(x: float) -> float:
 def diagnosed(run: Run, facts: dict) -> list[dict]:
     """One row per capture of ``run`` (and the sender's once more with what the run knows)."""
     rows = []
-    facts = {**facts, **kernel_limit(run), **kernel_queue(run), "run": str(run.dir)}
+    queue = kernel_queue(run)
+    # A path-bandwidth run's queue stood where the kernel's own round trip says so: the qualifier's truth.
+    label = facts["label"].split(QUALIFIED)[0]
+    if label == "path-bandwidth" and queue["kernel_standing_queue"]:
+        label += QUALIFIED + "standing-queue"
+    facts = {**facts, **kernel_limit(run), **queue, "label": label, "run": str(run.dir)}
     for vantage, pcap in _captures(run, run.workload.sender()).items():
         verdict, queue = verdict_of(pcap)
         rows.append({**facts, "vantage": vantage, "verdict": verdict, **queue})
@@ -258,8 +263,7 @@ def measure(causes, runs_dir: Path, grid: str, kernel: str, offloads: bool) -> l
             workload = cause.workload(rtt, rate, cc)
             spec = PathSpec(rtt=f"{rtt_ms}ms", rate=f"{rate_mbit}mbit", cc=cc, kernel=kernel, offloads=offloads,
                             **cause.path(rtt, rate, cc))
-            built = cause.label + (QUALIFIED + cause.name if cause.name == "standing-queue" else "")
-            setting = {"cause": cause.key, "label": built, "rtt_ms": rtt_ms, "rate_mbit": rate_mbit, "cc": cc,
+            setting = {"cause": cause.key, "label": cause.label, "rtt_ms": rtt_ms, "rate_mbit": rate_mbit, "cc": cc,
                        "kernel": kernel, "offloads": offloads}
             these: list[dict] = []
             with NetPath(spec) as path:

@@ -111,7 +111,7 @@ def test_a_paced_application_is_never_a_send_buffer(tmp_path):
     write_pcap(path, paced_writer().frames, linktype=101)
     d = diagnose(read_packets(path))
     assert d.label == "application-limited", d.summary
-    assert d.evidence["self_woken_share"] >= 0.9
+    assert d.evidence["self_woken_share"] >= 0.6  # of the transfer, in pauses it ended itself
     assert d.evidence["goodput_bps"] == pytest.approx(8 * 16 * 1024 / 0.010, rel=0.05)
     # With the run's own word that it had a send buffer, still not the buffer.
     assert diagnose(read_packets(path), context={"sndbuf": 1 << 20}).label == "application-limited"

@@ -75,9 +75,9 @@ ACK_WAIT_SHARE = 0.5
 #: "Far closer": a segment's time at the goodput at most this share of ``MIN_GAP_S`` (1.25 ms:
 #: goodput above ~9 Mbit/s for 1448-byte segments).
 ACK_CLOCK_SHARE = 0.25
-#: A sender that ended at least this share of its pauses by itself, not at an ACK, was paced by
-#: its application's writes, not held by a window.
-APP_PACED_SHARE = 0.5
+#: A sender that spent at least this share of its transfer in pauses it ended by itself, not at
+#: an ACK, was paced by its application's writes, not held by a window.
+APP_PACED_SHARE = 0.3
 #: Seen from the receiver, losses name a sender-side limit when at least this share of the round
 #: trips saw one (or a recovery): the congestion window they cut, not a buffer that met a stray drop.
 LOSS_ROUNDS = 0.2

@@ -54,8 +54,8 @@ class FlowFacts(NamedTuple):
     stalls; ``inflight_growth``: bytes in flight (p90) in the last quarter of the transfer
     over the second; ``ts_samples``: round trips measured from TCP timestamps;
     ``arrival_rate_bps``: the rate new data arrives at back to back (next to the receiver, the
-    bottleneck's); ``self_woken_share``: the share of the sender's pauses that it ended by
-    itself, not at an ACK (next to the sender). (A named
+    bottleneck's); ``self_woken_share``: the share of the transfer the sender spent in pauses
+    it ended by itself, not at an ACK (next to the sender). (A named
     tuple: --all makes one per flow, and a frozen dataclass costs several times more.)"""
 
     rounds: dict[str, int]
