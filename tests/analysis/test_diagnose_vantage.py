@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tcplab.analysis import diagnose, read_packets
+from tcplab.traffic import Bulk, Reqresp, Slowreader
 
 from .pcapgen import ACK, PSH, Transfer, TwoSided, write_pcap
 
@@ -83,6 +84,16 @@ def test_the_receiver_cannot_tell_a_senders_buffer_from_its_window(tmp_path):
     assert "next to the receiver" in at_receiver.summary
 
 
+def test_the_receiver_sees_a_congestion_window_still_opening(tmp_path):
+    """No loss, an idle path, the window one segment larger each round trip (congestion
+    avoidance): the bytes arriving per round trip keep growing, which no fixed buffer does."""
+    two = TwoSided()
+    two.rounds([(20 + k) * MSS for k in range(60)], rwnd=8 << 20)
+    at_sender, at_receiver = both(tmp_path, two)
+    assert at_sender.label == at_receiver.label == "cwnd-limited", at_receiver.summary
+    assert at_receiver.evidence["cwnd_evidence"] == "growth"
+
+
 def paced_writer(write: int = 16 * 1024, every: float = 0.010, writes: int = 60, rtt: float = 0.0237) -> Transfer:
     """An application writing ``write`` bytes every ``every`` seconds behind an ample buffer and
     window: each write leaves at once, its ACKs come back a round trip later and let nothing
@@ -150,3 +161,68 @@ def test_offloaded_super_segments_count_in_mss_units(tmp_path, matches_tshark):
     assert tso.metrics.data_packets == wire.metrics.data_packets == 40 * 20
     assert tso.label == wire.label, (tso.summary, wire.summary)
     assert tso.metrics.inflight_max_bytes == wire.metrics.inflight_max_bytes == 20 * MSS
+
+
+# --- real captures next to the receiver, on both lab kernels ------------------------------------------
+
+#: Each receiver-side label, built small (a second or two of transfer): (workload, path settings).
+RECEIVER_SIDE = {
+    "receiver-window-limited": (lambda: Bulk(size="512KB", rcvbuf="8KB", cc="cubic"), {}),
+    "window-scaling-absent": (lambda: Bulk(size="2MB", cc="cubic"),
+                              {"rtt": "40ms", "rate": "100mbit", "sysctls": {"tcp_window_scaling": 0}}),
+    "path-bandwidth": (lambda: Bulk(size="5MB", cc="cubic"), {"rate": "20mbit", "queue": "256KB"}),
+    "congestion-loss": (lambda: Bulk(size="2MB", cc="cubic"), {"loss": "2%"}),
+    "zero-window": (lambda: Slowreader(size="1MB", pause_after="128KB", pause_for="1s", cc="cubic"), {}),
+    "application-limited": (lambda: Reqresp(requests=20, request_size=1000, response_size=100, nodelay=True,
+                                            cc="cubic"), {}),
+}
+
+
+def live_run(tmp_path, workload, capture: str, **path):
+    from tcplab.experiment import Experiment
+    from tcplab.lab import NetPath, PathSpec
+    from tcplab.observe import ObserveSpec
+
+    spec = PathSpec(**{"rtt": "20ms", "rate": "50mbit", **path})
+    observe = ObserveSpec(capture=capture, snaplen=96, telemetry=False, tracepoints=False)
+    with NetPath(spec) as lab:
+        return Experiment(lab, workload, case="test-vantage", runs_dir=tmp_path, observe=observe).run()
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("kernel", ["host", "uml"])
+def test_real_receiver_side_limits_are_named_at_the_receiver_with_offloads_on(root, tmp_path, kernel):
+    """Every label a receiver can name, captured next to it with TSO/GSO/GRO on as a real host
+    has them (super-segments in the capture), from the pcap alone, as an engineer would."""
+    missed = {}
+    for label, (workload, path) in RECEIVER_SIDE.items():
+        run = live_run(tmp_path, workload(), "receiver", kernel=kernel, offloads=True, **path)
+        d = diagnose(read_packets(run.pcaps[0]))
+        assert d.metrics.vantage == "receiver", (label, d.summary)
+        if d.label != label:
+            missed[label] = d.summary
+        elif label == "path-bandwidth":
+            assert d.qualifiers == ["standing-queue"] and d.evidence["queue_delay_s"] > 0.020, d.summary
+    assert not missed, missed
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("kernel", ["host", "uml"])
+def test_real_deep_fifo_and_receive_window_keep_their_verdict_with_offloads_off(root, tmp_path, kernel):
+    for label in ("receiver-window-limited", "path-bandwidth"):
+        workload, path = RECEIVER_SIDE[label]
+        run = live_run(tmp_path, workload(), "both", kernel=kernel, offloads=False, **path)
+        for pcap in run.pcaps:
+            d = diagnose(read_packets(pcap))
+            assert d.label == label, (pcap.name, d.summary)
+
+
+@pytest.mark.kernel
+def test_real_paced_writer_is_not_a_send_buffer(root, tmp_path):
+    """16 KB every 10 ms behind an autotuned buffer on a 20 ms, 100 Mbit/s path: from the
+    sender's capture, application-limited (it was called sender-buffer-limited)."""
+    run = live_run(tmp_path, Bulk(size="1MB", write_size="16KB", write_rate="13107200bit", cc="cubic"), "sender",
+                   rate="100mbit", offloads=True)
+    d = diagnose(read_packets(run.pcaps[0]))
+    assert d.label == "application-limited", d.summary
+    assert 11e6 <= d.metrics.goodput_bps <= 14e6

@@ -302,12 +302,18 @@ class _Reasoner:
     def _split_at_the_receiver(self) -> str:
         """The sender side seen from the receiver, whose bytes in flight are an estimate: the
         path where data arrives back to back at a steady rate behind a queue, the losses where
-        it saw holes; a sender's buffer and its congestion window look alike here."""
+        it saw holes, the congestion window where the flight keeps growing; a sender's buffer
+        and a congestion window that stopped growing look alike here."""
         m = self.m
         if self._arrivals_fill_the_path() and (self._rtt_growth() >= RTT_QUEUE or _lost(m)):
             return "path-bandwidth"
-        if _lost(m) and self.m.facts.rounds.get("congestion-loss", 0) >= LOSS_ROUNDS * sum(self.m.facts.rounds.values()):
+        if _lost(m) and m.facts.rounds.get("congestion-loss", 0) >= LOSS_ROUNDS * sum(m.facts.rounds.values()):
             return "congestion-loss"
+        if self.inflight_growth >= INFLIGHT_GROWTH:
+            # The bytes arriving per round trip keep growing: a window still opening, which a
+            # fixed send buffer never is (the estimate follows the sender's flight).
+            self._cwnd_reason = "growth"
+            return "cwnd-limited"
         self._pending = self._say("undetermined-vantage", **self._common())
         return "undetermined"
 
