@@ -123,9 +123,11 @@ CORPUS = (
     Cause("window-scaling-absent", lambda rtt, rate, cc: Bulk(size=_line_seconds(rate, 1.0), cc=cc),
           lambda rtt, rate, cc: {"sysctls": {"tcp_window_scaling": 0}}, rtts_ms=(40, 80), holds=_below_line),
     Cause("slow-start", lambda rtt, rate, cc: Bulk(size="150KB", cc=cc), rtts_ms=(40, 80)),
-    # Slow start ends at 10 segments (ip route … ssthresh lock 10): congestion avoidance opens the
-    # window a segment per round trip, far from a 50-100 Mbit/s line. bbr ignores ssthresh: reno.
-    Cause("cwnd-limited", lambda rtt, rate, cc: Bulk(size="1MB", cc=cc), lambda rtt, rate, cc: {"ssthresh": 10},
+    # Slow start ends at 10 segments (ip route … ssthresh lock 10, which the kernel reads only with
+    # tcp_no_ssthresh_metrics_save = 0): congestion avoidance opens the window a segment per round
+    # trip, far from a 50-100 Mbit/s line. bbr ignores ssthresh: reno.
+    Cause("cwnd-limited", lambda rtt, rate, cc: Bulk(size="1MB", cc=cc),
+          lambda rtt, rate, cc: {"ssthresh": 10, "sysctls": {"tcp_no_ssthresh_metrics_save": 0}},
           rtts_ms=(40, 80), ccs=("cubic", "reno"), holds=_below_line),
     # The receiver's host stops answering after 256 KB; the sender resends into the silence until
     # its kernel gives up (tcp_retries2 = 3: about 3 s).

@@ -41,6 +41,9 @@ PAUSE_SEGMENTS, MIN_PAUSE_S = 4, 0.001
 #: Data this soon after an ACK was let out by it. Measured on the corpus's 8 KB send buffers
 #: (cubic and bbr, host 6.18, delay line): every pause ended 0.02-0.08 ms after an ACK.
 ACK_WAKE_S = 0.0005
+#: ... or within this share of the pause before it: a slower stack answers later (tcptrace's dsack
+#: trace: 2.4-3.5 ms after the ACK, after pauses of 58-460 ms).
+PAUSE_WAKE_SHARE = 0.1
 #: Fewer pauses than this say nothing of who ended them.
 MIN_PAUSES = 8
 A_ANY_RETRANSMISSION = A_RETRANSMISSION | A_FAST_RETRANSMISSION | A_SPURIOUS_RETRANSMISSION
@@ -717,7 +720,8 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
 
     # --- the limit each round trip shows
     of[F_ARRIVAL] = _arrival_rate(data, resend, t, ln)
-    of[F_SELF_WOKEN] = _self_woken(acks, data, resend, t, goodput, mss, transfer)
+    lag = hs * (share if dd == 1 else 1 - share) if math.isfinite(share) and math.isfinite(hs) else 0.0
+    of[F_SELF_WOKEN] = _self_woken(acks, data, resend, t, goodput, mss, transfer, lag)
     states = _round_states(edges, bin_s, sent, delivered, in_t, at_edge, gap_start, gap_end,
                            gap_reason, t[retx], resent_t, dup_times, rec_start, rec_end, zw_start, zw_end)
     for c in range(6):
@@ -1012,15 +1016,17 @@ def _arrival_rate(data, resend, t, ln):
 
 
 @njit(cache=True)
-def _self_woken(acks, data, resend, t, goodput, mss, transfer):
+def _self_woken(acks, data, resend, t, goodput, mss, transfer, lag):
     """The share of the transfer the sender spent in pauses it ended by itself, not within
     ``ACK_WAKE_S`` of an ACK (a pause: no new data for ``PAUSE_SEGMENTS`` segments' time at the
     goodput, and ``MIN_PAUSE_S`` at least). A sender held by a window (its buffer, its congestion
     window, the receiver's) resumes when an ACK opens it; an application writing at its own pace
     resumes when it writes, and such pauses fill most of its transfer. (TCP's own pacing ends
     pauses by a timer too, in a phase: bbr's drain after startup spaced segments 5 ms apart for
-    50 ms of a 1.7 s transfer at 10 Mbit/s.) Only next to the sender does the ACK arrive just
-    before the data it lets out; NaN with fewer than ``MIN_PAUSES`` pauses."""
+    50 ms of a 1.7 s transfer at 10 Mbit/s; a resend within the pause is loss recovery's timer.)
+    Only next to the sender does the ACK arrive just before the data it lets out: ``lag`` (the
+    handshake's say of how far the capture sat from it) widens the wait that counts; NaN with
+    fewer than ``MIN_PAUSES`` pauses."""
     if data.size < 2 or acks.size == 0 or not (goodput == goodput and goodput > 0 and transfer > 0):
         return math.nan
     ack_t = t[acks]
@@ -1028,16 +1034,19 @@ def _self_woken(acks, data, resend, t, goodput, mss, transfer):
     pauses = 0
     woken = 0.0
     prev = -1.0
+    recovering = False  # a resend within the pause: the loss's timers, not the application, woke it
     for k in range(data.size):
         if resend[k]:
+            recovering = True
             continue
         now = t[data[k]]
         if prev >= 0 and now - prev > pause:
             pauses += 1
             j = _search(ack_t, now, True) - 1
-            if j < 0 or now - ack_t[j] > ACK_WAKE_S:
+            if not recovering and (j < 0 or now - ack_t[j] > max(ACK_WAKE_S + 2 * lag, PAUSE_WAKE_SHARE * (now - prev))):
                 woken += now - prev
         prev = now
+        recovering = False
     return woken / transfer if pauses >= MIN_PAUSES else math.nan
 
 

@@ -1,0 +1,92 @@
+"""The tables of docs/diagnosis-accuracy.md from the corpus's result files: per vantage point,
+right / wrong / undetermined against the goals and the agreement with the kernel, then one
+confusion matrix (built label × verdict) per vantage point.
+
+    .venv/bin/python bench/verdict_tables.py bench/results/verdicts.json [more results …]
+
+Each file is one lab setting (kernel, offloads); its tables are headed by it, with the date and
+the command of the run behind it. Nothing is measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from bench_verdicts import QUALIFIED, UNDETERMINED, VANTAGES, counted, matrices
+
+#: The goals of issue 41: right at least, wrong below.
+GOALS = {"sender": (0.97, 0.02), "sender+run": (0.97, 0.02), "receiver": (0.90, 0.02), "router": (0.95, 0.02)}
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def _goal(vantage: str, s: dict) -> str:
+    right, wrong = GOALS[vantage]
+    met = [f"≥ {100 * right:.0f} % right: " + ("met" if s["right"] >= right else "**not met**"),
+           f"< {100 * wrong:.0f} % wrong: " + ("met" if s["wrong"] < wrong else "**not met**")]
+    return "; ".join(met)
+
+
+def summary_table(summary: dict) -> list[str]:
+    out = ["| vantage point | captures | right | wrong | undetermined | agrees with the kernel | goal |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for v in VANTAGES:
+        if v in summary:
+            s = summary[v]
+            out.append(f"| {v} | {s['captures']} | {_pct(s['right'])} | {_pct(s['wrong'])} | {_pct(s['undetermined'])} "
+                       f"| {_pct(s['kernel_agreement'])} of {s['kernel_judged']} | {_goal(v, s)} |")
+    return out
+
+
+def confusion_table(rows: list[dict], vantage: str) -> list[str]:
+    """Built label (rows) × verdict (columns), counts; right ones in bold."""
+    mine = counted(rows, vantage)
+    labels = sorted({r["label"] for r in mine})
+    verdicts = sorted({r["verdict"] for r in mine}, key=lambda v: (v == UNDETERMINED, v))
+    short = {v: v.replace(QUALIFIED + "standing-queue", " +queue") for v in verdicts}
+    out = ["| built \\ verdict | " + " | ".join(short[v] for v in verdicts) + " |",
+           "| --- |" + " --- |" * len(verdicts)]
+    for label in labels:
+        cells = []
+        for v in verdicts:
+            n = sum(1 for r in mine if r["label"] == label and r["verdict"] == v)
+            cells.append("" if not n else (f"**{n}**" if v == label else str(n)))
+        out.append(f"| {short.get(label, label.replace(QUALIFIED + 'standing-queue', ' +queue'))} | " + " | ".join(cells) + " |")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", type=Path)
+    args = parser.parse_args()
+    for path in args.results:
+        result = json.loads(path.read_text())
+        rows = result["rows"]
+        summary = matrices(rows)
+        parts = result.get("parts") or [result]
+        setting = {(p.get("kernel"), p.get("offloads")) for p in parts}
+        when = result.get("rediagnosed") or result["environment"]["time"]
+        print(f"### {path.name}: lab kernel {', '.join(str(k) for k, _ in setting)}, offloads "
+              f"{', '.join('on' if o else 'off' for _, o in setting)}\n")
+        print(f"Measured {result['environment']['time'][:10]} on Linux {result['environment']['kernel']} "
+              f"({result['environment']['cpus']} cores); diagnosed {when[:10]}. Commands: "
+              + "; ".join(f"`{p.get('command')} --keep DIR`" for p in parts if p.get("command"))
+              + (f"; then `bench/bench_verdicts.py --rediagnose …`" if result.get("rediagnosed") else "") + ".\n")
+        print("\n".join(summary_table(summary)))
+        if "built_vs_kernel" in summary:
+            b = summary["built_vs_kernel"]
+            print(f"\nThe kernel's own account names the built limit in {_pct(b['agreement'])} of {b['runs']} runs.")
+        for v in VANTAGES:
+            if v in summary:
+                print(f"\n#### {path.stem}, {v}\n")
+                print("\n".join(confusion_table(rows, v)))
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
