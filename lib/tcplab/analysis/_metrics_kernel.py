@@ -442,6 +442,7 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
     # Next to the receiver an ACK follows its data at once: the round trips are those of its
     # own timestamps, echoed by the sender's next data (the whole path both ways, its queues too).
     rx_time, rx_rtt = _ts_echo(rcv, data, t, ts_val[idx], ts_ecr[idx])
+    ack_min = rtt_min  # the fastest ACK: next to the receiver, its own answer without delay
     if vantage == 2:  # its ACKs' own "round trips" are its ACK delay: not the path's
         order_rx = np.argsort(rx_time, kind="mergesort")
         rx_time, rx_rtt = rx_time[order_rx], rx_rtt[order_rx]
@@ -637,7 +638,7 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
 
     # --- idle gaps of the sender while data remains, each with the reason the packets suggest
     undelayed = nan  # a round trip without ACK delay: the handshake's or the fastest data ACK
-    for x in (rtt_min, hs):
+    for x in (ack_min, hs):
         if math.isfinite(x) and not (undelayed <= x):
             undelayed = x
     if undelayed != undelayed:
