@@ -21,8 +21,9 @@ over the path's, which says whether a standing queue was there (:func:`kernel_qu
 path-bandwidth run is built as ``path-bandwidth+standing-queue`` where it was, and its verdict is
 right only with the qualifier then, and only without it otherwise.
 
-``--keep DIR`` keeps the runs (their captures and records); ``--rediagnose RESULT`` diagnoses
-the kept runs of an earlier result again, without measuring, and rewrites that result.
+``--keep DIR`` keeps the runs (their captures and records); ``--rediagnose RESULT …`` diagnoses
+the kept runs of earlier results again, without measuring, as one result (a cause measured
+again in a later one replaces its earlier rows).
 
 Writes ``bench/results/verdicts[-uml][-offloads].json`` (or ``--out NAME``): one row per
 diagnosed capture and, per vantage point, the share right, wrong and undetermined, the
@@ -362,7 +363,10 @@ def main() -> int:
     start = time.monotonic()
     if args.rediagnose:
         earlier = [json.loads(p.read_text()) for p in args.rediagnose]
-        rows = rediagnose([row for result in earlier for row in result["rows"]])
+        # A cause measured again in a later result replaces its rows of the earlier ones.
+        last = {row.get("cause", row["label"]): k for k, result in enumerate(earlier) for row in result["rows"]}
+        rows = rediagnose([row for k, result in enumerate(earlier) for row in result["rows"]
+                           if last[row.get("cause", row["label"])] == k])
         name = args.out or args.rediagnose[0].stem
         extra = {"parts": [{k: v for k, v in e.items() if k not in ("environment", "rows", "summary")} for e in earlier],
                  "rediagnosed": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
