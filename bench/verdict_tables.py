@@ -14,8 +14,11 @@ import argparse
 import json
 from pathlib import Path
 
-from bench_verdicts import QUALIFIED, UNDETERMINED, VANTAGES, counted, matrices
+from bench_verdicts import KERNEL_CLASS, QUALIFIED, UNDETERMINED, VANTAGES, counted, matrices, right
 
+#: What a vantage point cannot tell by design (docs/diagnosis-accuracy.md): the causes whose
+#: "undetermined" there is the answer, left out of the second figure of "right".
+CANNOT_TELL = {"receiver": ("sender-buffer-limited", "paced-application")}
 #: The goals of issue 41: right at least, wrong below.
 GOALS = {"sender": (0.97, 0.02), "sender+run": (0.97, 0.02), "receiver": (0.90, 0.02), "router": (0.95, 0.02)}
 
@@ -39,6 +42,37 @@ def summary_table(summary: dict) -> list[str]:
             s = summary[v]
             out.append(f"| {v} | {s['captures']} | {_pct(s['right'])} | {_pct(s['wrong'])} | {_pct(s['undetermined'])} "
                        f"| {_pct(s['kernel_agreement'])} of {s['kernel_judged']} | {_goal(v, s)} |")
+    return out
+
+
+def tellable_line(rows: list[dict], vantage: str) -> str:
+    """Right over the causes the vantage point can tell apart (:data:`CANNOT_TELL` left out)."""
+    left_out = CANNOT_TELL.get(vantage)
+    if not left_out:
+        return ""
+    mine = [r for r in counted(rows, vantage) if r.get("cause", r["label"]) not in left_out]
+    good = sum(right(r["verdict"], r["label"]) for r in mine)
+    wrong = sum(not right(r["verdict"], r["label"]) and r["verdict"] != UNDETERMINED for r in mine)
+    return (f"Without the causes it cannot tell ({', '.join(left_out)}), the {vantage} is right on {_pct(good / len(mine))} "
+            f"and wrong on {_pct(wrong / len(mine))} of {len(mine)} captures.")
+
+
+def kernel_table(rows: list[dict], vantage: str) -> list[str]:
+    """The kernel's limit (rows) × the verdict's class (columns), counts."""
+    mine = [r for r in counted(rows, vantage) if r.get("kernel_limit")]
+    classes = ("sndbuf", "rwnd", "idle", "busy")
+
+    def klass(verdict: str) -> str:
+        return KERNEL_CLASS.get(verdict.split(QUALIFIED)[0], verdict)
+
+    columns = [*classes, UNDETERMINED]
+    out = ["| kernel \\ verdict | " + " | ".join(columns) + " |", "| --- |" + " --- |" * len(columns)]
+    for k in classes:
+        cells = []
+        for c in columns:
+            n = sum(1 for r in mine if r["kernel_limit"] == k and klass(r["verdict"]) == c)
+            cells.append("" if not n else (f"**{n}**" if c == k else str(n)))
+        out.append(f"| {k} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -81,9 +115,14 @@ def main() -> int:
             b = summary["built_vs_kernel"]
             print(f"\nThe kernel's own account names the built limit in {_pct(b['agreement'])} of {b['runs']} runs.")
         for v in VANTAGES:
+            if v in summary and tellable_line(rows, v):
+                print("\n" + tellable_line(rows, v))
+        for v in VANTAGES:
             if v in summary:
-                print(f"\n#### {path.stem}, {v}\n")
+                print(f"\n#### {path.stem}, {v}: built label × verdict\n")
                 print("\n".join(confusion_table(rows, v)))
+                print(f"\n{path.stem}, {v}: the kernel's limit × the verdict's class\n")
+                print("\n".join(kernel_table(rows, v)))
         print()
     return 0
 

@@ -441,9 +441,11 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
         rtt = ts_rtt.min() if ts_rtt.size else nan
     # Next to the receiver an ACK follows its data at once: the round trips are those of its
     # own timestamps, echoed by the sender's next data (the whole path both ways, its queues too).
-    rx_time, rx_rtt = _ts_echo(rcv, data, t, ts_val[idx], ts_ecr[idx])
+    rx_time = np.empty(0)
+    rx_rtt = np.empty(0)
     ack_min = rtt_min  # the fastest ACK: next to the receiver, its own answer without delay
     if vantage == 2:  # its ACKs' own "round trips" are its ACK delay: not the path's
+        rx_time, rx_rtt = _ts_echo(rcv, data, t, ts_val[idx], ts_ecr[idx])
         order_rx = np.argsort(rx_time, kind="mergesort")
         rx_time, rx_rtt = rx_time[order_rx], rx_rtt[order_rx]
         samples = rx_rtt
@@ -644,8 +646,11 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
     if undelayed != undelayed:
         undelayed = 0.0
     of[F_UNDELAYED] = undelayed
-    gap_start, gap_end, gap_out, gap_reason = _gaps(data, acks, t, sq, ln, ex, bif[idx], art, t1, rtt, mss, hs,
-                                                   share, dd, ack_t, ak, rw_t, rw_raw, rw_b, undelayed)
+    # Away from the sender, an ACK seen here reaches the sender, and what it sends in answer
+    # comes back here, this much later (the handshake tells where the capture sat).
+    lag = hs * (share if dd == 1 else 1 - share) if math.isfinite(share) and math.isfinite(hs) else 0.0
+    gap_start, gap_end, gap_out, gap_reason = _gaps(data, acks, t, sq, ln, ex, bif[idx], art, t1, rtt, mss, lag,
+                                                   ack_t, ak, rw_t, rw_raw, rw_b, undelayed)
     if vantage == 2:
         # Next to the receiver the sender's silences look like waits for ACKs (its own ACKs
         # leave at once): one that began with the flight at the window was the window's.
@@ -721,7 +726,6 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
 
     # --- the limit each round trip shows
     of[F_ARRIVAL] = _arrival_rate(data, resend, t, ln)
-    lag = hs * (share if dd == 1 else 1 - share) if math.isfinite(share) and math.isfinite(hs) else 0.0
     of[F_SELF_WOKEN] = _self_woken(acks, data, resend, t, goodput, mss, transfer, lag)
     states = _round_states(edges, bin_s, sent, delivered, in_t, at_edge, gap_start, gap_end,
                            gap_reason, t[retx], resent_t, dup_times, rec_start, rec_end, zw_start, zw_end)
@@ -791,8 +795,7 @@ def _ts_echo(data, rcv, t, tsv, tse):
 
 
 @njit(cache=True)
-def _gaps(data, acks, t, sq, ln, ex, bif, art, t1, rtt, mss, hs, share, dd, ack_t, ak, rw_t, rw_raw, rw_b,
-          undelayed):
+def _gaps(data, acks, t, sq, ln, ex, bif, art, t1, rtt, mss, lag, ack_t, ak, rw_t, rw_raw, rw_b, undelayed):
     """Silences of the sender within the transfer (data sent after every byte was
     acknowledged, and the wait before the first, are not part of it): start, end, bytes
     outstanding and reason code of each."""
@@ -810,9 +813,6 @@ def _gaps(data, acks, t, sq, ln, ex, bif, art, t1, rtt, mss, hs, share, dd, ack_
     ack_v = _cummax(ak[acks])
     if mss <= 0:
         mss = 1460
-    # Away from the sender, an ACK seen here reaches the sender, and what it sends in answer
-    # comes back here, this much later (the handshake tells where the capture sat).
-    lag = hs * (share if dd == 1 else 1 - share) if math.isfinite(share) and math.isfinite(hs) else 0.0
     ng = 0
     for i in range(m - 1):
         if not td[i + 1] - td[i] > threshold:
@@ -1044,7 +1044,8 @@ def _self_woken(acks, data, resend, t, goodput, mss, transfer, lag):
         if prev >= 0 and now - prev > pause:
             pauses += 1
             j = _search(ack_t, now, True) - 1
-            if not recovering and (j < 0 or now - ack_t[j] > max(ACK_WAKE_S + 2 * lag, PAUSE_WAKE_SHARE * (now - prev))):
+            answered = max(ACK_WAKE_S + 2 * lag, PAUSE_WAKE_SHARE * (now - prev))
+            if not recovering and (j < 0 or now - ack_t[j] > answered):
                 woken += now - prev
         prev = now
         recovering = False
