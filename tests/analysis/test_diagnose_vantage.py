@@ -175,7 +175,9 @@ RECEIVER_SIDE = {
                               {"rtt": "40ms", "rate": "100mbit", "sysctls": {"tcp_window_scaling": 0}}),
     "path-bandwidth": (lambda: Bulk(size="5MB", cc="cubic"), {"rate": "20mbit", "queue": "256KB"}),
     "congestion-loss": (lambda: Bulk(size="2MB", cc="cubic"), {"loss": "2%"}),
-    "zero-window": (lambda: Slowreader(size="512KB", pause_after="128KB", pause_for="1.5s", cc="cubic"), {}),
+    # A fixed receive buffer: UML's autotuned one took the whole 512 KB without closing.
+    "zero-window": (lambda: Slowreader(size="512KB", rcvbuf="64KB", pause_after="128KB", pause_for="1.5s",
+                                       cc="cubic"), {}),
     "application-limited": (lambda: Reqresp(requests=20, request_size=1000, response_size=100, nodelay=True,
                                             cc="cubic"), {}),
 }
