@@ -57,6 +57,19 @@ def tellable_line(rows: list[dict], vantage: str) -> str:
             f"and wrong on {_pct(wrong / len(mine))} of {len(mine)} captures.")
 
 
+def kernel_confirmed_line(rows: list[dict]) -> list[str]:
+    """Per vantage point, right and wrong over the runs whose kernel account names the built limit."""
+    out = []
+    for v in VANTAGES:
+        mine = [r for r in counted(rows, v)
+                if r.get("kernel_limit") == KERNEL_CLASS.get(r["label"].split(QUALIFIED)[0])]
+        if mine:
+            good = sum(right(r["verdict"], r["label"]) for r in mine)
+            wrong = sum(not right(r["verdict"], r["label"]) and r["verdict"] != UNDETERMINED for r in mine)
+            out.append(f"{v} {_pct(good / len(mine))} right, {_pct(wrong / len(mine))} wrong of {len(mine)}")
+    return out
+
+
 def kernel_table(rows: list[dict], vantage: str) -> list[str]:
     """The kernel's limit (rows) × the verdict's class (columns), counts."""
     mine = [r for r in counted(rows, vantage) if r.get("kernel_limit")]
@@ -114,6 +127,7 @@ def main() -> int:
         if "built_vs_kernel" in summary:
             b = summary["built_vs_kernel"]
             print(f"\nThe kernel's own account names the built limit in {_pct(b['agreement'])} of {b['runs']} runs.")
+        print("\nOver the runs whose kernel account names the built limit: " + "; ".join(kernel_confirmed_line(rows)) + ".")
         for v in VANTAGES:
             if v in summary and tellable_line(rows, v):
                 print("\n" + tellable_line(rows, v))
