@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import struct
 import subprocess
+import threading
 import time
 from typing import Any
 
@@ -63,10 +64,29 @@ def _silent(conn: socket.socket, seconds: float, report: harness.SideReport) -> 
     """This host stops answering (every packet in and out dropped in its namespace, as a host
     that hung) for ``seconds``; then the connection is dropped without a word (a reset with
     SO_LINGER 0, itself dropped) and the host answers again, so nothing of this connection
-    leaves it after the silence began."""
+    leaves it after the silence began. The reader goes on reading until the silence is in
+    place (an iptables run takes a while, in UML hundreds of ms): its window must not close
+    first, or the sender would probe a closed window instead of resending into silence."""
     began = time.time()
-    for rule in SILENCE:
-        _iptables("-I", rule[0], "1", *rule[1:])
+    stop = threading.Event()
+
+    def drain() -> None:
+        conn.settimeout(0.02)
+        while not stop.is_set():
+            try:
+                if not conn.recv(1 << 16):
+                    return
+            except (TimeoutError, BlockingIOError):
+                continue
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        for rule in SILENCE:
+            _iptables("-I", rule[0], "1", *rule[1:])
+    finally:
+        stop.set()
+        reader.join()
     try:
         time.sleep(seconds)
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
