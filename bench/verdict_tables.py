@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 from bench_verdicts import KERNEL_CLASS, QUALIFIED, UNDETERMINED, VANTAGES, counted, matrices, right
@@ -106,10 +107,33 @@ def confusion_table(rows: list[dict], vantage: str) -> list[str]:
     return out
 
 
+def same_verdicts(off: list[dict], on: list[dict]) -> list[str]:
+    """How many captures got the same verdict in two results of one corpus (offloads off, on):
+    matched by cause, round trip, rate, congestion control and vantage point (the first run of
+    each), both counted in their matrices."""
+    def key(r: dict) -> tuple:
+        return r.get("cause", r["label"]), r["rtt_ms"], r["rate_mbit"], r["cc"], r["vantage"]
+
+    first: dict[tuple, dict] = {}
+    for r in (r for v in VANTAGES for r in counted(off, v)):
+        first.setdefault(key(r), r)
+    pairs = [(first[key(r)], r) for r in (r for v in VANTAGES for r in counted(on, v)) if key(r) in first]
+    same = sum(a["verdict"] == b["verdict"] for a, b in pairs)
+    out = [f"{same} of {len(pairs)} captures got the same verdict with offloads on as off ({_pct(same / len(pairs))})."]
+    differ = Counter((a["verdict"], b["verdict"], k[0]) for a, b in pairs if a["verdict"] != b["verdict"] for k in [key(a)])
+    out += [f"- {n} × {cause}: {a} (off) → {b} (on)" for (a, b, cause), n in differ.most_common()]
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path)
+    parser.add_argument("--same", nargs=2, type=Path, metavar=("OFF", "ON"),
+                        help="also: how many captures got the same verdict in these two results")
     args = parser.parse_args()
+    if args.same:
+        off, on = (json.loads(p.read_text())["rows"] for p in args.same)
+        print("\n".join(same_verdicts(off, on)) + "\n")
     for path in args.results:
         result = json.loads(path.read_text())
         rows = result["rows"]
