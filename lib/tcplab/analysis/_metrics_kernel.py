@@ -532,7 +532,7 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
     else:
         at_edge = _at_window(in_t, in_b, rw_t, rw_b, mss)
     plateau = nan
-    if inflight.size:
+    if in_b.size:  # next to the receiver, the estimate may have none where Wireshark had some
         b = _search_many(edges, in_t, True) - 1  # np.digitize
         top = np.full(nedges + 1, -1, np.int64)  # bins -1 .. nedges - 1
         seen = np.zeros(nedges + 1, np.bool_)
