@@ -377,8 +377,10 @@ def main() -> int:
         rows = rediagnose([row for k, result in enumerate(earlier) for row in result["rows"]
                            if last[row.get("cause", row["label"])] == k])
         name = args.out or args.rediagnose[0].stem
-        extra = {"parts": [{k: v for k, v in e.items() if k not in ("environment", "rows", "summary")} for e in earlier],
-                 "rediagnosed": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        # Each measurement behind the rows (a result diagnosed again before keeps its own list).
+        parts = [part for e in earlier for part in e.get("parts") or
+                 [{k: v for k, v in e.items() if k not in ("environment", "rows", "summary")}]]
+        extra = {"parts": parts, "rediagnosed": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     else:
         wanted = set(args.labels.split(",")) if args.labels else None
         causes = [c for c in CORPUS if wanted is None or c.key in wanted or c.label in wanted]

@@ -149,7 +149,7 @@ def main() -> int:
         when = result.get("rediagnosed") or result["environment"]["time"]
         print(f"### {path.name}: lab kernel {', '.join(str(k) for k, _ in setting)}, offloads "
               f"{', '.join('on' if o else 'off' for _, o in setting)}\n")
-        print(f"Measured {result['environment']['time'][:10]} on Linux {result['environment']['kernel']} "
+        print(f"Measured {result['environment']['time'][:10]} on a host running Linux {result['environment']['kernel']} "
               f"({result['environment']['cpus']} cores); diagnosed {when[:10]}. Commands: "
               + "; ".join(f"`{p.get('command')} --keep DIR`" for p in parts if p.get("command"))
               + (f"; then `bench/bench_verdicts.py --rediagnose …`" if result.get("rediagnosed") else "") + ".\n")
