@@ -36,6 +36,7 @@ from typing import Iterable, Sequence
 import nbformat
 
 from ..course import room
+from ..files import write_atomically
 from ..i18n import FALLBACK_LANGUAGE, LANGUAGE_METADATA, translate_notebook
 from ..units import ParameterError
 from ..words import Messages
@@ -228,12 +229,12 @@ def _write_all(made: dict[Path, nbformat.NotebookNode], out_dir: Path) -> list[P
     if worked:
         raise ParameterError("--output", str(out_dir), "a folder without notebooks a student worked in",
                              f"it holds {worked[0]}, which has outputs, a written worksheet, or is no release")
-    try:
-        for path, nb in made.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, str(path))
-    except OSError as exc:
-        raise ParameterError("--output", str(out_dir), "a folder this user can write", str(exc.strerror or exc)) from None
+    texts = {path: nbformat.writes(nb) for path, nb in made.items()}
+    for path, text in texts.items():
+        try:
+            write_atomically(path, text)  # each whole or not at all
+        except OSError as exc:
+            raise ParameterError("--output", str(path), "a folder this user can write", str(exc.strerror or exc)) from None
     return list(made)
 
 
@@ -292,8 +293,7 @@ def release_course(cases: Sequence[str], course: str | Path, assignment: str, re
     notes = []
     config = course / NBGRADER_CONFIG
     if not config.exists():
-        config.write_text(_CONFIG_TEXT.format(course=course.resolve().name, tag=RUN_TAG), encoding="utf-8")
-        written.append(config)
+        written.append(write_atomically(config, _CONFIG_TEXT.format(course=course.resolve().name, tag=RUN_TAG)))
     elif RUN_TAG not in config.read_text(encoding="utf-8", errors="replace"):
         notes.append(Messages()("release.config_without_skip", config=str(config), tag=RUN_TAG))
     return written, notes
