@@ -26,7 +26,7 @@ import operator
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 __all__ = ["Written", "Reading", "written_answers", "read_value", "read_answer", "canonical", "unit_factor",
            "BLANK", "NUMBER", "WORD", "WRONG_UNIT", "UNREADABLE", "NOT_A_CHOICE", "KIND_UNITS"]

@@ -25,7 +25,7 @@ import json
 import pprint
 import warnings
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from ..words import Messages
 from .answers import Written, read_value, written_answers

@@ -349,7 +349,7 @@ def publish(case_id: str, title: str, checks: Iterable[Check], *, backend: str, 
     display(scores_output(scores, language=language), raw=True)
 
 
-def scores_in(nb: "nbformat.NotebookNode") -> list[Scores]:
+def scores_in(nb: Any) -> list[Scores]:
     """Every scores payload in an executed notebook's outputs, in cell order."""
     found = []
     for cell in nb.cells:
