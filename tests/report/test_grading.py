@@ -262,6 +262,13 @@ def test_a_hidden_test_scores_its_item_as_written_before_the_run(tmp_path, monke
     assert "No record of when these predictions were written" in shown[-1][0] and shown[-1][1]["absent"] == ["x"]
 
 
+def test_nothing_counts_as_predicted_when_the_first_run_came_before_the_worksheet(tmp_path, monkeypatch):
+    shown = _shown(monkeypatch)
+    spec = _spec(tmp_path, {"Nagle stall at 20ms": "60"}, stamp={"at": "2026-11-28T09:00:00+00:00", "epoch": 1.0, "answers": None})
+    assert autograde.score(spec, tmp_path) == 0.0
+    assert shown[0][1]["verdict"] == "missing" and "it was None then and 60 when handed in" in shown[0][0]
+
+
 def test_a_hidden_test_scores_nothing_of_another_case_or_release(tmp_path, monkeypatch):
     shown = _shown(monkeypatch)
     assert autograde.score(_spec(tmp_path, {"Nagle stall at 20ms": "60"}, case="01-send-buffer"), tmp_path) == 0.0

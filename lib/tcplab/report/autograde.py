@@ -105,18 +105,19 @@ def _submission(spec: Mapping[str, Any], folder: Path) -> tuple[dict[str, Writte
     answers = written_answers("".join(source) if isinstance(source, list) else source)
     stamp = first_stamp(folder, spec["case"])
     facts = {"release": meta, "stamp": stamp, "handed_in": {k: w.text for k, w in answers.items()}}
-    if stamp is not None and stamp.get("answers") is not None:
-        # The prediction that counts is the one written before the run.
-        answers = {k: Written(text, read_value(text)) for k, text in stamp["answers"].items()}
+    if stamp is not None:
+        # The prediction that counts is the one written before the run: none, where the first run
+        # came before the worksheet cell had ever run.
+        answers = {k: Written(text, read_value(text)) for k, text in (stamp.get("answers") or {}).items()}
     return answers, facts, problems
 
 
 def _edited(check: str, facts: Mapping[str, Any]) -> tuple[str, str] | None:
     """(at the first run, handed in) where an item was edited after the run."""
     stamp = facts["stamp"]
-    if stamp is None or stamp.get("answers") is None:
+    if stamp is None:
         return None
-    before, after = stamp["answers"].get(check, ""), facts["handed_in"].get(check, "")
+    before, after = (stamp.get("answers") or {}).get(check, ""), facts["handed_in"].get(check, "")
     return None if before.strip() == after.strip() else (before, after)
 
 
