@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -184,7 +185,9 @@ def _stamp_of(nb: nbformat.NotebookNode) -> dict:
 def graded(replay_report, tmp_path_factory):
     out, reports = replay_report
     assert out.returncode == 0, out.stderr[-2000:]
-    course = tmp_path_factory.mktemp("course")
+    # A folder of its own under the system's temporary folder: nobody cannot reach into pytest's,
+    # which only its user may enter.
+    course = Path(tempfile.mkdtemp(prefix="tcplab-class-"))
     (course / ".home").mkdir()
     summary = reports / "summary.json"
     for assignment, cases, language in (("week1", ",".join(CASES), "en"), ("week1zh", S04, "zh")):
@@ -235,7 +238,8 @@ def graded(replay_report, tmp_path_factory):
     exported = _nbgrader(course, "export", "--to", "grades.csv", prefix=prefix)
     items = _nbgrader(course, "export", "--exporter", "tcplab.report.gradebook.ItemsExport", "--to", "items.csv",
                       prefix=prefix)
-    return course, summary, graded, feedback, exported, items, powers
+    yield course, summary, graded, feedback, exported, items, powers
+    shutil.rmtree(course, ignore_errors=True)
 
 
 def _items(course: Path, assignment: str = "week1") -> dict[tuple[str, str], list[dict]]:
@@ -335,7 +339,6 @@ def test_the_release_holds_no_expected_value_or_check_code(graded):
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         assert not calls & set(CHECK_BUILDERS), (path, calls & set(CHECK_BUILDERS))
         assert "HIDDEN TESTS" not in code and "'reference'" not in code and "'tolerance'" not in code, path
-    shutil.rmtree(course / ".home", ignore_errors=True)
 
 
 def test_feedback_pages_teach_in_the_notebooks_language(graded):
