@@ -42,7 +42,9 @@ EDITION_TAGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 #: The class of an element inside a cell that only the instructor edition shows.
 INSTRUCTOR_CLASS = "tcplab-instructor"
 
-_INSTRUCTOR_SPAN = re.compile(r'<span class="%s">.*?</span>' % INSTRUCTOR_CLASS, re.DOTALL)
+#: A span, and the space before it where one follows it too: "a <span>b</span> c" leaves "a c".
+_INSTRUCTOR_SPAN = re.compile(r'(?: (?=<span class="%s">.*?</span> ))?<span class="%s">.*?</span>'
+                              % (INSTRUCTOR_CLASS, INSTRUCTOR_CLASS), re.DOTALL)
 
 
 def without_instructor_parts(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:

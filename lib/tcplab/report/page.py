@@ -76,6 +76,24 @@ class CasePage:
                                parts=t("buffers.separator").join(parts), back=back))
         return " ".join(sentences)
 
+    def record_predictions(self) -> None:
+        """Record the worksheet as it stands when the first run starts (:mod:`.stamps`), beside
+        the notebook: a released notebook calls it right after its worksheet cell, so grading
+        scores each prediction as it was written before the run."""
+        from IPython.display import Markdown, display  # only where a notebook runs
+
+        from . import stamps
+
+        def stamp() -> None:
+            made = stamps.record(self.case_id)
+            t = Messages()
+            key = ("stamps.unwritten" if made.get("unwritten") else
+                   "stamps.recorded" if made["answers"] else "stamps.no_worksheet")
+            display(Markdown(t(key, at=made["at"])))
+
+        self.lab.before_first_run(stamp)
+        display(Markdown(Messages()("stamps.armed")))
+
     def environment(self) -> dict[str, str]:
         """Where the numbers come from: this machine, or the one that recorded them."""
         lab = self.lab

@@ -43,14 +43,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import nbformat
-
 from .templating import format_value, render
 from ..words import FALLBACK_LANGUAGE, Messages
 
 __all__ = [
     "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "between", "equals",
-    "check", "or_explained", "publish", "scores_output", "read_scores", "scores_in", "default_environment",
+    "check", "or_explained", "measurement", "publish", "scores_output", "read_scores", "scores_in", "default_environment",
 ]
 
 MIME_TYPE = "application/vnd.tcplab.scores+json"
@@ -95,6 +93,8 @@ class Check:
     #: bound or a verdict of the notebook's own. Grading uses it; the verdict above does not.
     tolerance: float | None = None
     relative: bool = True
+    #: False for a measurement shown without a rule (:func:`measurement`: a released notebook's).
+    scored: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "predicted", _plain(self.predicted))
@@ -114,6 +114,7 @@ class Check:
             rule=str(data.get("rule", "")), passed=bool(data.get("passed", False)),
             # Absent in payloads written before grading existed: no margin, as for a bound.
             tolerance=data.get("tolerance"), relative=bool(data.get("relative", True)),
+            scored=bool(data.get("scored", True)),
         )
 
 
@@ -196,6 +197,13 @@ def or_explained(base: Check, explained: bool, why: str, *, language: str | None
     return replace(base, passed=base.passed or bool(explained), rule=t("rule.or", rule=base.rule, other=why))
 
 
+def measurement(name: str, measured: Any, *, unit: str = "") -> Check:
+    """What a run measured for the check ``name``, without what theory expects or a rule: the
+    released notebook's checks (:mod:`.release` writes every check as one), scored only when the
+    student hands the notebook in."""
+    return Check(name, None, measured, unit, "", True, scored=False)
+
+
 def default_environment() -> dict[str, str]:
     """What a reader needs to judge the numbers: the kernel that produced them."""
     return {
@@ -231,6 +239,11 @@ class Scores:
     def passed(self) -> bool:
         return all(c.passed for c in self.checks)
 
+    @property
+    def scored(self) -> bool:
+        """Whether its checks carry rules: a released notebook's carry measurements only."""
+        return not self.checks or any(c.scored for c in self.checks)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA, "case_id": self.case_id, "title": self.title,
@@ -257,17 +270,21 @@ class Scores:
 
 
 def _plain_table(scores: Scores, t: Messages) -> str:
-    header = [t("scores.check"), t("scores.predicted"), t("scores.measured"),
-              t("scores.rule"), t("scores.result")]
-    rows = [header] + [
-        [t.check_name(c.name), format_value(c.predicted, c.unit, t), format_value(c.measured, c.unit, t), c.rule,
-         t("status.untrusted") if scores.disturbed else t("status.pass") if c.passed else t("status.fail")]
-        for c in scores.checks
-    ]
+    if not scores.scored:  # measurements only (a released notebook's): no rule, no verdict
+        header = [t("scores.check"), t("scores.measured")]
+        rows = [header] + [[t.check_name(c.name), format_value(c.measured, c.unit, t)] for c in scores.checks]
+        summary = t("scores.measured_only", total=scores.n_checks)
+    else:
+        header = [t("scores.check"), t("scores.predicted"), t("scores.measured"), t("scores.rule"), t("scores.result")]
+        rows = [header] + [
+            [t.check_name(c.name), format_value(c.predicted, c.unit, t), format_value(c.measured, c.unit, t), c.rule,
+             t("status.untrusted") if scores.disturbed else t("status.pass") if c.passed else t("status.fail")]
+            for c in scores.checks
+        ]
+        summary = (t("scores.not_scored", total=scores.n_checks) if scores.disturbed
+                   else t("scores.summary", passed=scores.n_passed, total=scores.n_checks))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    summary = (t("scores.not_scored", total=scores.n_checks) if scores.disturbed
-               else t("scores.summary", passed=scores.n_passed, total=scores.n_checks))
     return "\n".join([scores.title, *lines, summary, *machine_lines(scores, t)])
 
 
@@ -332,7 +349,7 @@ def publish(case_id: str, title: str, checks: Iterable[Check], *, backend: str, 
     display(scores_output(scores, language=language), raw=True)
 
 
-def scores_in(nb: nbformat.NotebookNode) -> list[Scores]:
+def scores_in(nb: Any) -> list[Scores]:
     """Every scores payload in an executed notebook's outputs, in cell order."""
     found = []
     for cell in nb.cells:
@@ -350,5 +367,7 @@ def scores_in(nb: nbformat.NotebookNode) -> list[Scores]:
 
 def read_scores(executed_nb_path: str | Path) -> list[Scores]:
     """The scores an executed notebook published (empty when it published none)."""
+    import nbformat  # the schema's validation costs a second: only where a notebook is read
+
     nb = nbformat.read(str(executed_nb_path), as_version=4)
     return scores_in(nb)
