@@ -92,6 +92,7 @@ MATRIX = [
     ("release", ["99"], "CASES", "numbers/names of"),
     ("release", ["01", "--language", "xx"], "--language", "one of en"),
     ("release", ["01", "-o", "{a_file}"], "--output", "a folder for the students' notebooks"),
+    ("release", ["01", "--reference", "/nonexistent/summary.json"], "--reference", "only with --assignment NAME"),
     ("release", ["01", "--assignment", "week 1", "--reference", "/nonexistent/summary.json"], "--assignment",
      "a name of letters, digits"),
     ("release", ["01", "--assignment", "week1", "--reference", "/nonexistent/summary.json"], "--reference",

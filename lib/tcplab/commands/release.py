@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..words import speaking
+from ..params import ParameterError
 from .common import EXIT_OK, language_option
 
 
@@ -54,6 +55,9 @@ def main(argv: Sequence[str]) -> int:
 
     with speaking(language):
         cases = select_cases(args.cases)
+        if args.assignment is None and args.reference:
+            raise ParameterError("--reference", args.reference[0], "only with --assignment NAME",
+                                 "a reference run scores an nbgrader assignment's worksheets")
         if args.assignment is None:
             written, notes = release(cases, args.output or Path("release"), language), []
         else:
