@@ -16,13 +16,13 @@ from .execute import ExecutionResult, execute_notebook
 from .page import CasePage
 from .pdf import ChromiumNotFound, PdfError, html_to_pdf
 from .pipeline import FORMATS, Case, CaseReport, ReportResult, build_report, render_only
-from .scores import (MIME_TYPE, SCHEMA, Check, Scores, at_least, at_most, between, check, equals, or_explained,
-                     publish, read_scores, within)
+from .scores import (MIME_TYPE, SCHEMA, Check, Scores, at_least, at_most, below_line, between, check, equals,
+                     or_explained, publish, read_scores, within)
 
 __all__ = [
     "build_report", "render_only", "Case", "CaseReport", "ReportResult", "ReportContext", "CasePage",
     "FORMATS", "EDITIONS",
-    "publish", "read_scores", "Check", "Scores", "within", "at_least", "at_most", "between",
+    "publish", "read_scores", "Check", "Scores", "within", "at_least", "at_most", "below_line", "between",
     "equals", "check", "or_explained", "MIME_TYPE", "SCHEMA",
     "execute_notebook", "ExecutionResult", "html_to_pdf", "ChromiumNotFound", "PdfError",
 ]

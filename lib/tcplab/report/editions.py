@@ -44,7 +44,24 @@ EDITION_TAGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 #: The class of an element inside a cell that only the instructor edition shows.
 INSTRUCTOR_CLASS = "tcplab-instructor"
 
-_INSTRUCTOR_SPAN = re.compile(r'<span class="%s">.*?</span>' % INSTRUCTOR_CLASS, re.DOTALL)
+_INSTRUCTOR_OPEN = '<span class="%s">' % INSTRUCTOR_CLASS
+_SPAN_TAG = re.compile(r"<span\b[^>]*>|</span>")
+
+
+def _without_instructor_spans(text: str) -> str:
+    """``text`` (Markdown) without its instructor spans, each to its own closing tag (a span of the
+    page's parameters may sit inside one)."""
+    out, start = [], 0
+    while (opened := text.find(_INSTRUCTOR_OPEN, start)) >= 0:
+        out.append(text[start:opened])
+        depth, end = 0, len(text)
+        for tag in _SPAN_TAG.finditer(text, opened):
+            depth += -1 if tag.group(0) == "</span>" else 1
+            if depth == 0:
+                end = tag.end()
+                break
+        start = end
+    return "".join(out) + text[start:]
 
 
 def without_instructor_parts(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -53,13 +70,13 @@ def without_instructor_parts(nb: nbformat.NotebookNode) -> nbformat.NotebookNode
     tables its code cells showed."""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = _INSTRUCTOR_SPAN.sub("", cell.source)
+            cell.source = _without_instructor_spans(cell.source)
             continue
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             markdown = (output.get("data") or {}).get("text/markdown")  # a sentence the run said
             if markdown is not None:
                 markdown = markdown if isinstance(markdown, str) else "".join(markdown)
-                output["data"]["text/markdown"] = _INSTRUCTOR_SPAN.sub("", markdown)
+                output["data"]["text/markdown"] = _without_instructor_spans(markdown)
             html = (output.get("data") or {}).get("text/html")
             if html is None or INSTRUCTOR_CLASS not in html:
                 continue

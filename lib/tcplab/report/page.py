@@ -92,6 +92,15 @@ class CasePage:
             display(HTML(f'<ul class="{INSTRUCTOR_CLASS}">'
                          + "".join(f"<li>{escape(c)}</li>" for c in diagnosis.caveats) + "</ul>"))
 
+    def note_limits(self, limits: Any, trials: Any = None) -> None:
+        """Show :meth:`limits_note` in the instructor's edition: what the lab found, raised and
+        restored of this machine's buffer limits is the instructor's to check, not the case's story."""
+        from IPython.display import Markdown, display  # only where a notebook runs
+
+        from .editions import INSTRUCTOR_CLASS
+
+        display(Markdown(f'<span class="{INSTRUCTOR_CLASS}">{self.limits_note(limits, trials)}</span>'))
+
     def limits_note(self, limits: Any, trials: Any = None) -> str:
         """One sentence (Markdown) per socket-buffer limit the variants ask about
         (:meth:`tcplab.cases.buffers.BufferLimits.changes`): the value found, where, which variants

@@ -128,7 +128,7 @@ def frame_html(frame: pd.DataFrame | pd.Series) -> str:
     wide = shown.shape[1] > WIDE_COLUMNS
     classes = ["tcplab-frame"] + (["tcplab-wide"] if wide else [])
     parts = []
-    for columns in _fitting_parts(shown, FLOOR_EMS if wide else TABLE_EMS):
+    for columns in _fitting_parts(shown, FLOOR_EMS if wide else TABLE_EMS, WIDE_PADDING_EMS if wide else CELL_PADDING_EMS):
         html = shown.iloc[:, columns].to_html(classes=classes, index=False, border=0, escape=True, na_rep=GAP)
         marked = [i for i, column in enumerate(columns) if column in predictions]
         if marked:
@@ -144,8 +144,8 @@ def frame_html(frame: pd.DataFrame | pd.Series) -> str:
 #: type: 9.5 pt, and 9 pt (the floor) for a wide table; a little under, for what the estimate misses.
 PAGE_WIDTH_PT = 504
 TABLE_EMS, FLOOR_EMS = 0.95 * PAGE_WIDTH_PT / 9.5, 0.95 * PAGE_WIDTH_PT / 9
-#: A cell's padding either side (report.css), in ems.
-CELL_PADDING_EMS = 0.6
+#: A cell's padding either side (report.css), in ems: a table's, a wide table's.
+CELL_PADDING_EMS, WIDE_PADDING_EMS = 0.6, 0.35
 
 
 def _char_ems(char: str) -> float:
@@ -169,24 +169,31 @@ def _narrowest(text: str, *, header: bool) -> float:
     return max((sum(map(_char_ems, run)) for run in runs), default=0.0) * (1.1 if header else 1.0)
 
 
-def _fitting_parts(shown: pd.DataFrame, width_ems: float) -> list[list[int]]:
+def _fitting_parts(shown: pd.DataFrame, width_ems: float, padding_ems: float) -> list[list[int]]:
     """``shown``'s columns in groups that each fit the page's width, each group after the first
     repeating the first column (the row's label): chromium shrinks a whole print to fit its
-    widest table, so a table too wide even at the table floor is split, not shrunk. One group
-    where it fits, as most do."""
+    widest table, so a table too wide even at the table floor is split, not shrunk, into as few
+    parts as fit, of about equal width. One group where it fits, as most do."""
     if shown.columns.nlevels > 1 or shown.shape[1] < 3:
         return [list(range(shown.shape[1]))]
     needs = [max([_narrowest(str(name), header=True)] + [_narrowest(str(v), header=False) for v in shown.iloc[:, i]])
-             + 2 * CELL_PADDING_EMS for i, name in enumerate(shown.columns)]
+             + 2 * padding_ems for i, name in enumerate(shown.columns)]
     if sum(needs) <= width_ems:
         return [list(range(shown.shape[1]))]
-    parts, current = [], [0]
-    for i in range(1, shown.shape[1]):
-        if len(current) > 1 and sum(needs[c] for c in current) + needs[i] > width_ems:
-            parts.append(current)
-            current = [0]
-        current.append(i)
-    return parts + [current]
+    for count in range(2, shown.shape[1]):
+        # Each part gets the label column and about 1/count of the others' width.
+        share = sum(needs[1:]) / count
+        parts, current, filled = [], [0], 0.0
+        for i in range(1, shown.shape[1]):
+            if filled and (filled + needs[i] / 2 > share or needs[0] + filled + needs[i] > width_ems) and len(parts) < count - 1:
+                parts.append(current)
+                current, filled = [0], 0.0
+            current.append(i)
+            filled += needs[i]
+        parts.append(current)
+        if all(sum(needs[c] for c in part) <= width_ems for part in parts):
+            return parts
+    return [[0, i] for i in range(1, shown.shape[1])]
 
 
 #: A column of what theory expects ("predicted ms", "measured / predicted", "Mathis MB/s"): the
