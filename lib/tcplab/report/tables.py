@@ -127,11 +127,14 @@ def frame_html(frame: pd.DataFrame | pd.Series) -> str:
             shown.columns = shown.columns.map(lambda name: _NAMES(name) if isinstance(name, str) else name)
     wide = shown.shape[1] > WIDE_COLUMNS
     classes = ["tcplab-frame"] + (["tcplab-wide"] if wide else [])
+    width, padding = (FLOOR_EMS, WIDE_PADDING_EMS) if wide else (TABLE_EMS, CELL_PADDING_EMS)
     parts = []
-    for columns in _fitting_parts(shown, FLOOR_EMS if wide else TABLE_EMS, WIDE_PADDING_EMS if wide else CELL_PADDING_EMS):
+    for columns in _split_for_editions(shown, predictions, width, padding) or _fitting_parts(shown, width, padding):
         html = shown.iloc[:, columns].to_html(classes=classes, index=False, border=0, escape=True, na_rep=GAP)
         marked = [i for i, column in enumerate(columns) if column in predictions]
-        if marked:
+        if marked and len(marked) == len(columns) - 1:
+            html = _mark_table(html)  # the predictions' own part: the student edition drops it whole
+        elif marked:
             html = _mark_columns(html, marked)
         # A short header stays on one line: Chinese wraps between any two characters, and a narrow
         # column would print "连接" as 连 over 接. Longer ones keep wrapping, or a wide table would
@@ -167,6 +170,21 @@ def _narrowest(text: str, *, header: bool) -> float:
     else:
         runs = text.split(" ")
     return max((sum(map(_char_ems, run)) for run in runs), default=0.0) * (1.1 if header else 1.0)
+
+
+def _split_for_editions(shown: pd.DataFrame, predictions: list[int], width_ems: float,
+                        padding_ems: float) -> list[list[int]] | None:
+    """A table too wide for A4 whose measured columns fit without its prediction columns, as
+    two parts: the measurements, then the predictions (the student edition drops the second whole
+    and reads the first, instead of two parts each missing what it may not see); None otherwise."""
+    if not predictions or len(_fitting_parts(shown, width_ems, padding_ems)) == 1:
+        return None
+    measured = [i for i in range(shown.shape[1]) if i not in predictions]
+    predicted = [0] + [i for i in predictions if i != 0]
+    if len(measured) < 2 or any(len(_fitting_parts(shown.iloc[:, part], width_ems, padding_ems)) > 1
+                                for part in (measured, predicted)):
+        return None
+    return [measured, predicted]
 
 
 def _fitting_parts(shown: pd.DataFrame, width_ems: float, padding_ems: float) -> list[list[int]]:
@@ -219,6 +237,13 @@ def _mark_columns(html: str, columns: list[int]) -> str:
             if i < len(cells):
                 cells[i]["class"] = cells[i].get("class", []) + [INSTRUCTOR_CLASS]
     return str(soup)
+
+
+def _mark_table(html: str) -> str:
+    """``html`` (one table) of the class the student edition drops."""
+    from .editions import INSTRUCTOR_CLASS
+
+    return html.replace('<table class="', f'<table class="{INSTRUCTOR_CLASS} ', 1)
 
 
 def use_house_style(names: Callable[[str], str] | None = None) -> None:
