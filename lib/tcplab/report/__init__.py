@@ -24,7 +24,7 @@ _OWNERS = {
     "CasePage": "page", "ChromiumNotFound": "pdf", "PdfError": "pdf", "html_to_pdf": "pdf",
     **dict.fromkeys(("FORMATS", "Case", "CaseReport", "ReportResult", "build_report", "render_only"), "pipeline"),
     **dict.fromkeys(("MIME_TYPE", "SCHEMA", "Check", "Scores", "at_least", "at_most", "between", "check", "equals",
-                     "measurement", "or_explained", "publish", "read_scores", "within"), "scores"),
+                     "below_line", "measurement", "or_explained", "publish", "read_scores", "within"), "scores"),
 }
 
 
@@ -39,7 +39,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "build_report", "render_only", "Case", "CaseReport", "ReportResult", "ReportContext", "CasePage",
     "FORMATS", "EDITIONS",
-    "publish", "read_scores", "Check", "Scores", "within", "at_least", "at_most", "between",
+    "publish", "read_scores", "Check", "Scores", "within", "at_least", "at_most", "below_line", "between",
     "equals", "check", "or_explained", "measurement", "MIME_TYPE", "SCHEMA",
     "execute_notebook", "ExecutionResult", "html_to_pdf", "ChromiumNotFound", "PdfError",
 ]

@@ -1,7 +1,8 @@
 """How a case notebook publishes its scored predictions, and how the pipeline reads them back.
 
 A case's last cell calls :func:`publish` with a list of :class:`Check` objects, usually
-made with :func:`within`, :func:`at_least`, :func:`at_most`, :func:`between` or :func:`equals`. That
+made with :func:`within`, :func:`at_least`, :func:`at_most`, :func:`between`, :func:`equals` or
+:func:`below_line` (the line-ceiling rule every measured rate obeys). That
 displays one output with three representations:
 
 * ``text/html`` and ``text/plain`` — the table a reader sees in JupyterLab and in the
@@ -47,7 +48,7 @@ from .templating import format_value, render
 from ..words import FALLBACK_LANGUAGE, Messages
 
 __all__ = [
-    "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "between", "equals",
+    "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "below_line", "between", "equals",
     "check", "or_explained", "measurement", "publish", "scores_output", "read_scores", "scores_in", "default_environment",
 ]
 
@@ -161,6 +162,21 @@ def at_most(name: str, measured: Any, maximum: Any, *, unit: str = "",
     t = Messages(language)
     rule = t("rule.at_most", bound=format_value(high, unit, t))
     return Check(name, predicted, measured, unit, rule, m is not None and m <= high)
+
+
+def below_line(name: str, measured: Any, ceiling: Any, *, unit: str = "", language: str | None = None) -> Check:
+    """The line-ceiling rule: no rate a page measures exceeds its line's payload ceiling, the line
+    rate × MSS / bytes on the wire per packet, from the path's parameters, with the measurement's
+    own resolution (:func:`tcplab.analysis.theory.line_ceiling`), in the check's ``unit``. It is
+    the check's prediction; a rate above it is not a fast path but a measurement that counts its
+    time or its bytes wrongly, and the check fails saying so (``rule.line_ceiling_broken``)."""
+    m, high = _number(measured), _number(ceiling)
+    if high is None or high <= 0:
+        raise ValueError(f"a line's payload ceiling is a rate above 0, got {ceiling!r}")
+    t = Messages(language)
+    passed = m is not None and m <= high
+    rule = t("rule.line_ceiling" if passed or m is None else "rule.line_ceiling_broken", bound=format_value(high, unit, t))
+    return Check(name, high, measured, unit, rule, passed)
 
 
 def between(name: str, measured: Any, low: Any, high: Any, *, unit: str = "",
@@ -311,14 +327,18 @@ def _shown_title(scores: Scores, t: Messages) -> str:
         return scores.title
 
 
-def scores_output(scores: Scores, *, language: str | None = None) -> dict[str, Any]:
-    """The MIME bundle :func:`publish` displays: table for people, JSON for the pipeline."""
+def scores_output(scores: Scores, *, language: str | None = None, only: Iterable[str] | None = None) -> dict[str, Any]:
+    """The MIME bundle :func:`publish` displays: table for people, JSON for the pipeline.
+    ``only``: the names of the checks the table lists (the student's edition lists those its
+    worksheet asked for, and says how many more the instructor's lists); the JSON keeps them all."""
     from .editions import INSTRUCTOR_CLASS  # nbconvert's, loaded only when a table is shown
 
     t = Messages(language)
+    listed = scores.checks if only is None else tuple(c for c in scores.checks if c.name in set(only))
+    shown = replace(scores, checks=listed)
     return {
-        "text/html": render("scores_table.html.j2", messages=t, scores=scores, title=_shown_title(scores, t),
-                            instructor_class=INSTRUCTOR_CLASS),
+        "text/html": render("scores_table.html.j2", messages=t, scores=shown, title=_shown_title(scores, t),
+                            instructor_class=INSTRUCTOR_CLASS, more=len(scores.checks) - len(listed)),
         "text/plain": _plain_table(scores, t),
         MIME_TYPE: scores.to_json(),
     }

@@ -169,14 +169,15 @@ def worksheet_rows(source: str) -> list[tuple[str, Value, str]]:
 LABEL_UNIT = "a diagnosis label"
 
 
-def worksheet_box(source: str, *, language: str | None = None) -> str | None:
+def worksheet_box(source: str, *, language: str | None = None, stop: bool = False) -> str | None:
     """The worksheet as a page shows it: one row per prediction, the student's value or an
-    empty box to write in (answer space on paper); None for a cell that is not a readable
-    worksheet."""
+    empty box to write in (room on paper for the number and a line of why); None for a cell that
+    is not a readable worksheet. ``stop``: the sheet ends with "stop here" (the student edition,
+    whose print turns the page there)."""
     rows = worksheet_rows(source)
     if not rows:
         return None
     # A prediction that is a diagnosis label needs the labels to choose from: the diagnosis's own.
     labels = Item("", 0, "label").options() if any(unit == LABEL_UNIT for _, _, unit in rows) else ()
-    return render("worksheet_box.html.j2", messages=Messages(language), labels=labels,
+    return render("worksheet_box.html.j2", messages=Messages(language), labels=labels, stop=stop,
                   rows=[(check, None if value is None else format_value(value), unit) for check, value, unit in rows])
