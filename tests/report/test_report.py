@@ -47,8 +47,10 @@ def test_handout_pdf_pages_carry_environment_and_each_case_starts_a_page(built, 
     pages = [p for p in pdf_text(result.handout["pdf"]).split("\f") if p.strip()]
     assert len(pages) >= 5
     for number, page in enumerate(pages, 1):
-        assert "backend: delay line" in page and "mode: live" in page, number
+        assert "mode: live" in page, number
         assert f"page {number} of {len(pages)}" in page, number
+        # The cases' pages name the backend of their runs; the cover, which holds none, does not.
+        assert ("backend: delay line" in page) == (number > 1), (number, page[-300:])
     # pdftotext puts spaces between Latin and CJK runs; compare without any.
     first_lines = [re.sub(r"\s+", "", next(ln for ln in p.splitlines() if ln.strip()))
                    for p in pages]

@@ -55,7 +55,7 @@ RELEASE_REMOVED = EDITION_TAGS["student"][0] - EDITION_TAGS["instructor"][0]
 #: The functions that make a scored check, by the name a notebook calls them: a released
 #: notebook calls none of them, only :func:`.scores.measurement`.
 CHECK_BUILDERS = {f.__name__: f for f in (scores.within, scores.at_least, scores.at_most, scores.between,
-                                          scores.equals, scores.check, scores.or_explained)}
+                                          scores.equals, scores.check, scores.or_explained, scores.below_line)}
 #: The tag of every cell of an nbgrader release but its scoring tests: autograde skips them
 #: (nbgrader_config.py: ``c.Execute.skip_cells_with_tag``), so grading runs no lab.
 RUN_TAG = "tcplab-run"
@@ -173,13 +173,43 @@ def _recorder(t: Messages) -> nbformat.NotebookNode:
     return cell
 
 
+def _source_names(source: str, context: type) -> set[str] | None:
+    """:func:`_names` of a cell's source; None where it is no Python."""
+    try:
+        return _names(ast.parse(source), context)
+    except SyntaxError:
+        return None
+
+
+def _without_removed_cells(cells: list) -> list:
+    """The cells a release keeps: those tagged ``answer`` or ``instructor`` go, except an
+    instructor's code cell that binds a name a kept cell after it reads (the instructor's edition
+    shows a table or plot that later cells build on): that one stays, run under ``%%capture`` with
+    its code folded, so the student's page shows nothing of it and the notebook still runs."""
+    kept: list = []
+    needed: set[str] = set()
+    for cell in reversed(cells):
+        tags = set(cell.metadata.get("tags", []))
+        if RELEASE_REMOVED & tags:
+            binds = _source_names(cell.source, ast.Store) if cell.cell_type == "code" else set()
+            if "answer" in tags or not (binds is None or binds & needed):
+                continue
+            cell.source = "%%capture\n" + cell.source
+            cell.metadata["tags"] = sorted(tags - RELEASE_REMOVED)
+            cell.metadata["jupyter"] = {"source_hidden": True}
+        if cell.cell_type == "code":
+            needed |= _source_names(cell.source.removeprefix("%%capture\n"), ast.Load) or set()
+        kept.append(cell)
+    return kept[::-1]
+
+
 def student_notebook(nb: nbformat.NotebookNode, case_id: str, language: str = FALLBACK_LANGUAGE,
                      course_dir: str | Path | None = None) -> nbformat.NotebookNode:
     """``nb`` (a case's source notebook) as it is handed to students, in ``language``."""
     worksheet = read_worksheet(room(case_id, course_dir))
     t = Messages(language)
     released = translate_notebook(nb, language, case_id=case_id, course_dir=course_dir)
-    released.cells = [c for c in released.cells if not RELEASE_REMOVED & set(c.metadata.get("tags", []))]
+    released.cells = _without_removed_cells(released.cells)
     without_instructor_parts(released)
     cells = []
     for cell in released.cells:
@@ -191,7 +221,9 @@ def student_notebook(nb: nbformat.NotebookNode, case_id: str, language: str = FA
                 cell.source = worksheet_source(worksheet, language)
                 cells += [cell, _recorder(t)]
                 continue
-            cell.source = measurements_only(cell.source) if _calls_builders(cell.source) else _without_builders(cell.source)
+            magic, source = ("%%capture\n", cell.source[len("%%capture\n"):]) if cell.source.startswith("%%capture\n") \
+                else ("", cell.source)
+            cell.source = magic + (measurements_only(source) if _calls_builders(source) else _without_builders(source))
         cells.append(cell)
     released.cells = cells
     if language != FALLBACK_LANGUAGE:
