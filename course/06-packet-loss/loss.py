@@ -224,7 +224,7 @@ def run(lab: Any, grid: list[dict[str, Any]], *, rate: str, seconds: float, pref
                 rows.append({**point, "trial": trial.label, **sweep.measure(trial), **measure(trial),
                              "rtt_s": trial.rtt_s,
                              # the average rate, stalls included: loss makes many round trips deliver nothing
-                             "steady MB/s": sweep.steady_goodput(trial.metrics, statistic="mean") / 8e6})
+                             "steady MB/s": sweep.steady_rate(trial) / 8e6})
     frame = pd.DataFrame(rows)
     frame["MB/s"] = frame["goodput Mbit/s"] / 8
     frame["Mathis MB/s"] = [theory.mathis_throughput(1448, r, p / 100) / 8e6 if p > 0 else math.nan

@@ -10,6 +10,8 @@ its number, ``04``, is what ``CASES=01,04`` selects)::
       SOURCES.md             the seeds: the practitioners' articles the cases retell
       04-nagle-delayed-ack/  a room
         case.toml            what the case cites, where its recorded runs are, its own modules
+        worksheet.toml       what its worksheet asks: the items students predict, their points
+                             (tcplab.report.worksheet)
         04-nagle-delayed-ack.ipynb   the notebook: story, calls, plots
         words/en.json        its own words: sentences a run fills in, check names, notes, its
                              cheat-sheet row (the words several cases share stay in tcplab/strings/)

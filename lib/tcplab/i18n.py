@@ -262,7 +262,7 @@ def accept_strings(language: str, keys: Iterable[str] = (), strings_dir: str | P
     for key in keys:
         if not any(key in english and key in own for english, own in held.values()):
             raise ParameterError("key", key, f"a key of both {FALLBACK_LANGUAGE}.json and {language}.json "
-                                             "in one folder of words")
+                                                 "in one folder of words")
     accepted = []
     for folder, (english, own) in held.items():
         chosen = [k for k in keys if k in own and k in english] if keys else [k for k in own if k in english]

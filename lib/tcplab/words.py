@@ -268,6 +268,16 @@ class Messages:
             return name
         return _agree(self(key), {"n": 1 if count == 1 else ""})
 
+    def variant(self, case_id: str, label: str) -> str:
+        """A case's variant as its pages name it: by the case's words (``variant.<case>.<label>``,
+        or a key with placeholders, ``variant.<case>.ex1-sndbuf-16KB-{rtt}``), else the label in
+        plain words ("sndbuf 16KB rtt1"); a repetition (``label#2``) says which run it is. The label
+        itself names the variant in run records, ``tcplab run --variant`` and replay data."""
+        base, sep, repetition = label.partition("#")
+        name = (self._templated(f"variant.{case_id}", base, fill=_quantity_in_words)
+                or " ".join(re.split(r"[-_]+", base)).strip() or base)
+        return self("variant.repetition", name=name, n=repetition) if sep else name
+
     def backends(self, codes: str) -> str:
         """Backend codes as pages name them: "delayline,netem" (cases that ran on both) is
         "delay line, netem"."""
@@ -284,6 +294,20 @@ class Messages:
             name = name.replace("_", " ")
         return self._templated("column", name) or name
 
+
+
+#: A quantity as a label writes it ("16KB", "20ms", "4mbit") and the unit a page writes it in.
+_LABEL_QUANTITY = re.compile(r"(\d+(?:\.\d+)?)(KB|MB|GB|B|ms|s|gbit|mbit|kbit)")
+_UNITS_IN_WORDS = {"gbit": "Gbit/s", "mbit": "Mbit/s", "kbit": "kbit/s"}
+
+
+def _quantity_in_words(text: str) -> str:
+    """A label's quantity with a space and the page's unit ("16 KB", "20 ms", "4 Mbit/s"); anything
+    else (curl's "200K", a word) as it is."""
+    found = _LABEL_QUANTITY.fullmatch(text)
+    if found is None:
+        return text
+    return f"{found.group(1)} {_UNITS_IN_WORDS.get(found.group(2), found.group(2))}"
 
 
 class SaidWhereItArose:

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from tcplab.cases import CaseLab, buffers
+from tcplab.words import Messages
 from tcplab.observe.sendmsg import parse_sendmsg, sendmsg_trace
 from tcplab.report import CasePage
 from tcplab.lab import PathSpec, sysctl, tracefs
@@ -207,5 +208,5 @@ def test_on_stock_limits_a_variant_runs_with_its_limit_raised_then_restored(stoc
     assert small.spec.host == {}  # nothing to raise for 16 KB
     note = CasePage(lab).limits_note(limits)
     assert f"`net.core.wmem_max` was {STOCK} on this machine" in note
-    assert "the variant sndbuf-256KB raised it to 262144 for its run" in note
+    assert f"the variant {Messages().variant(lab.case_id, 'sndbuf-256KB')} raised it to 262144 for its run" in note
     assert f"it read {STOCK} again after the runs" in note and "rmem_max" not in note

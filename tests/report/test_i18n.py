@@ -357,7 +357,7 @@ def test_latin_words_are_counted_outside_code_names_and_units():
 
 
 #: English words a zh page may still show outside the allow-list, per page: table cells and rule
-#: texts that a notebook's code writes in its own words (see the README, "Translations").
+#: texts that a notebook's code writes in its own words (see docs/translating.md).
 LATIN_LIMIT = {"00-path-check.html": 3, "05-zero-window.html": 2, "07-window-scaling.html": 2,
                "10-rate-limiting.html": 1, "handout.html": 5, "cheatsheet.html": 0}
 

@@ -28,7 +28,7 @@ def test_static_prose_declares_every_quantity_it_states(case):
     undeclared = prose.undeclared_numbers(nb)
     assert not undeclared, (
         f"{case}: Markdown cells state quantities without declaring them (cell metadata tcplab.states, "
-        f"one or more of {prose.STATIC_KINDS}); a measured number goes through lab.say: {undeclared}")
+        f"one or more of {prose.STATIC_KINDS}); a measured number goes through page.say: {undeclared}")
 
 
 def test_sentence_templates_hold_no_quantity_of_their_own():

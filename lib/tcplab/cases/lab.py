@@ -56,6 +56,17 @@ class CaseLab:
         self.trials: dict[str, Trial] = {}
         #: Health readings of the measurements made outside run records (:meth:`measure`).
         self.measured: dict[str, dict[str, Any]] = {}
+        self._before_first: list[Callable[[], Any]] = []
+
+    def before_first_run(self, callback: Callable[[], Any]) -> None:
+        """Call ``callback()`` once, just before the lab gets its first measurement (a run, a
+        kept value), live or replayed: what a page records of the moment (the predictions as
+        they stood, :meth:`tcplab.report.page.CasePage.record_predictions`)."""
+        self._before_first.append(callback)
+
+    def _starting(self) -> None:
+        while self._before_first:
+            self._before_first.pop(0)()
 
     def __reduce__(self):
         raise TypeError("a CaseLab stays in the notebook: give keep() and live() a function of the path "
@@ -120,6 +131,7 @@ class CaseLab:
     def keep(self, name: str, compute: Callable[[], Any], *, kernel: str | None = None) -> Any:
         """A JSON value measured live (``compute()``, in the lab's kernel, or in ``kernel``: one
         that :meth:`kernels_side_by_side` named) and shipped with the replay data."""
+        self._starting()
         return self.source.keep(name, compute, kernel=kernel)
 
     def measure(self, name: str, path: NetPath | ReplayedPath, compute: Callable[[], Any]) -> Any:
@@ -127,6 +139,7 @@ class CaseLab:
         with a run's health readings around it, made again when the machine disturbed it
         (RUN_TRIES in all, as a variant), its readings kept beside the value (``NAME.health``)
         so the page is judged busy as a disturbed variant's would be, live and in replay."""
+        self._starting()
         value, self.measured[name] = self.source.measure(name, path, compute)
         return value
 
@@ -136,6 +149,7 @@ class CaseLab:
         """Run (or replay) one variant; ``label`` names it in tables and in the replay data."""
         if not label or "/" in label or label.startswith("."):
             raise ParameterError("label", label, "a name without '/' that does not start with '.'")
+        self._starting()
         observe = observe if isinstance(observe, ObserveSpec) else ObserveSpec(**dict(observe or {}))
         # Worked out once: replay matches it, reuse looks it up, a new record is filed under it.
         spec = self._on_kernel(_spec_of(path))

@@ -158,7 +158,7 @@ class Trial:
         """What the run knows that a capture alone does not, for :func:`~tcplab.analysis.diagnose`."""
         from ..analysis.diagnose import DiagnosisContext
 
-        return DiagnosisContext.from_run(self.run)
+        return DiagnosisContext.of(spec=self.spec, workload=self.workload, app=self.app, counters=self.run.counters)
 
     @cached_property
     def metrics(self):

@@ -128,6 +128,8 @@ def _finish(result, out_dir: Path) -> int:
         print(f"handout ({fmt}): {path}")
     for fmt, path in result.cheatsheet.items():
         print(f"cheat sheet ({fmt}): {path}")
+    for fmt, path in result.glossary.items():
+        print(f"glossary ({fmt}): {path}")
     if not result.none_failed:
         print("tcplab report: some cases failed or did not reproduce (see the summary above)", file=sys.stderr)
         return EXIT_PROBLEM

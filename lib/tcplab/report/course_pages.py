@@ -1,4 +1,4 @@
-"""Pages of the course that no run produces: the references and the cheat sheet.
+"""Pages of the course that no run produces: the references, the cheat sheet and the glossary.
 
 Both are data, not code: ``course/references.json`` lists every work the course cites, each
 room's ``case.toml`` the ones its case cites (``cites``), and each room's words hold its row
@@ -6,7 +6,8 @@ room's ``case.toml`` the ones its case cites (``cites``), and each room's words 
 translation covers them. The
 handout shows the cheat sheet after its summary, each case's references under it and the
 references page at its end; ``make report`` also writes the cheat sheet as a page of its
-own (``cheatsheet.html``, ``cheatsheet.pdf``).
+own (``cheatsheet.html``, ``cheatsheet.pdf``), and the glossary (:mod:`.glossary`) as its own
+pages too (``glossary.html``, ``glossary.pdf``), to which each case's page links its terms.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from ..course import CourseError, case_number, course
 from ..files import write_atomically
 from ..words import Messages
 from .context import ReportContext
+from .glossary import PAGE_NAME as GLOSSARY_NAME, Glossary
 from .html import page_assets
 from .templating import render
 
 __all__ = ["Reference", "CheatRow", "REFERENCES_FILE", "read_references", "cited_by", "cheatsheet_rows",
-           "render_cheatsheet", "write_cheatsheet", "CHEATSHEET_NAME"]
+           "render_cheatsheet", "write_cheatsheet", "CHEATSHEET_NAME", "write_glossary", "GLOSSARY_NAME"]
 
 REFERENCES_FILE = "references.json"
 CHEATSHEET_NAME = "cheatsheet"
@@ -123,3 +125,11 @@ def render_cheatsheet(case_ids: Iterable[str], *, context: ReportContext) -> str
 
 def write_cheatsheet(case_ids: Iterable[str], html_path: str | Path, *, context: ReportContext) -> Path:
     return write_atomically(html_path, render_cheatsheet(case_ids, context=context))
+
+
+def write_glossary(glossary: Glossary, html_path: str | Path, *, context: ReportContext) -> Path:
+    """The glossary as pages of their own (:mod:`.glossary`), which a case's own page links its
+    terms to."""
+    t = context.messages()
+    return write_atomically(html_path, render("glossary.html.j2", messages=t, context=context,
+                                              assets=page_assets([], []), language=t.language, glossary=glossary))

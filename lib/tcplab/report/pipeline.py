@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..course import PROFILES, room
+from ..course import PROFILES, CourseError, room
 from ..i18n import ran_in, read_translation, translate_notebook, translated_title
 from ..lab.kernels import MODES
 from ..files import write_atomically
@@ -38,7 +38,9 @@ from .context import ReportContext, combine_backends, combine_kernels
 from .editions import check_edition
 from .exercises import EXERCISES, check_exercises
 from .execute import DEFAULT_CELL_TIMEOUT_S, ExecutionResult, execute_notebook
-from .course_pages import CHEATSHEET_NAME, cheatsheet_rows, cited_by, read_references, write_cheatsheet
+from .course_pages import (CHEATSHEET_NAME, GLOSSARY_NAME, cheatsheet_rows, cited_by, read_references, write_cheatsheet,
+                           write_glossary)
+from .glossary import read_glossary
 from .handout import CaseSection, case_status, write_handout
 from .html import (RenderedCells, case_page, load_notebook, notebook_error, notebook_title,
                    render_cells, section_anchor)
@@ -108,6 +110,8 @@ class ReportResult:
     handout: dict[str, Path] = field(default_factory=dict)
     #: format -> the cheat sheet's own page (:mod:`.course_pages`).
     cheatsheet: dict[str, Path] = field(default_factory=dict)
+    #: format -> the glossary's own pages, which the case pages link to (:mod:`.glossary`).
+    glossary: dict[str, Path] = field(default_factory=dict)
     render_errors: list[str] = field(default_factory=list)
     #: Where the cases came from when not from one run: ``{"index": I, "count": N,
     #: "selection": [...]}`` for a shard (:mod:`.shards`), ``{"merged_from": [...]}`` for a merge.
@@ -232,6 +236,14 @@ class _Rendering:
     pdf_timeout_s: float
     progress: bool
 
+    def __post_init__(self) -> None:
+        # The course's glossary, which every case's page links its terms to (none for cases of
+        # another course, a test's, or a course folder without one).
+        try:
+            self.glossary = read_glossary(self.course_dir)
+        except (ParameterError, CourseError):
+            self.glossary = None
+
     def case(self, case: Case, executed: Path, execution: ExecutionResult | None,
              ) -> tuple[CaseReport, CaseSection]:
         """Read one executed notebook and write its page (and PDF); never raises for the case."""
@@ -248,7 +260,8 @@ class _Rendering:
             try:
                 cells = render_cells(nb, edition=self.context.edition,
                                      id_prefix=section_anchor(case.case_id) + "--",
-                                     base_dir=base_dir, language=self.language)
+                                     base_dir=base_dir, language=self.language,
+                                     case_id=case.case_id, glossary=self._glossary_of(case))
                 section.cells_html, section.cells_css = cells.html, cells.css
             except Exception as exc:  # noqa: BLE001 - keep the case in the handout, say why
                 report.render_errors.append(f"cells: {type(exc).__name__}: {exc}")
@@ -258,6 +271,7 @@ class _Rendering:
             backend = (combine_backends(s.backend for s in report.scores)
                        or _asked_backend(asked) or self.context.backend)
             kernel = combine_kernels(s.environment for s in report.scores)
+            section.backend, section.kernel = backend, kernel
             self._write(report, cells or RenderedCells("", ""),
                         self.context.with_backend(backend).with_kernel(kernel))
         return report, section
@@ -265,6 +279,14 @@ class _Rendering:
     @property
     def language(self) -> str:
         return self.context.messages().language
+
+    def _glossary_of(self, case: Case):
+        """The glossary a case's page links to: the course's, for a case of the course."""
+        try:
+            room(case.case_id, self.course_dir)
+        except ParameterError:
+            return None
+        return self.glossary
 
     def _source(self, case: Case, executed: Path) -> Path:
         """The notebook a case was executed from: its room's, or the file it was given as; the
@@ -348,8 +370,10 @@ class _Rendering:
         references = read_references(self.course_dir)
         if not any(cited_by(references, s.case_id) for s in sections):
             references = []  # cases of another course (a test's): no page of ours
+        glossary = self.glossary if any(self._glossary_of(Case(s.case_id)) for s in sections) else None
         try:
-            write_handout(sections, html_path, context=context, katex_dir=self.katex_dir, references=references)
+            write_handout(sections, html_path, context=context, katex_dir=self.katex_dir, references=references,
+                          glossary=glossary)
             result.handout["html"] = html_path
         except Exception as exc:  # noqa: BLE001
             result.render_errors.append(f"handout html: {type(exc).__name__}: {exc}")
@@ -360,11 +384,12 @@ class _Rendering:
             # Adding the numbers does not move a page: they sit on the contents' own lines.
             t = context.messages()
             headers = {s.anchor: s.header(t, i) for i, s in enumerate(sections, 1)}
-            headers.update(cheatsheet=t("cheatsheet.title"), references=t("references.title"))
+            headers.update(cheatsheet=t("cheatsheet.title"), references=t("references.title"),
+                           glossary=t("glossary.title"))
             pages = first_pages(result.handout["pdf"], headers)
             if pages:
                 write_handout(sections, html_path, context=context, katex_dir=self.katex_dir, references=references,
-                              pages=pages)
+                              pages=pages, glossary=glossary)
                 self._pdf(html_path, result.handout, result.render_errors, "handout pdf: ", keep_html=True)
         if "html" not in self.formats:
             result.handout.pop("html").unlink(missing_ok=True)
@@ -377,6 +402,14 @@ class _Rendering:
                 result.render_errors.append(f"cheat sheet html: {type(exc).__name__}: {exc}")
                 return result
             self._pdf(result.cheatsheet["html"], result.cheatsheet, result.render_errors, "cheat sheet pdf: ")
+        if glossary is not None:
+            try:
+                result.glossary["html"] = write_glossary(glossary, self.output_dir / f"{GLOSSARY_NAME}.html",
+                                                         context=context)
+            except Exception as exc:  # noqa: BLE001 - as the cheat sheet's
+                result.render_errors.append(f"glossary html: {type(exc).__name__}: {exc}")
+                return result
+            self._pdf(result.glossary["html"], result.glossary, result.render_errors, "glossary pdf: ")
         return result
 
     def _pdf(self, html_path: Path, outputs: dict[str, Path], errors: list[str], error_prefix: str, *,

@@ -7,7 +7,7 @@ translated) whose slots say what kind of quantity fills them, and :func:`say` fi
 run's numbers as they are::
 
     "peak_w": "the peak `w` reached {peak:size}, {ratio:times} `tb` ({tb:size})"
-    lab.say("peak_w", peak=table.loc[slow.label, "peak w"], ratio=peak / tb, tb=tb)
+    page.say("peak_w", peak=table.loc[slow.label, "peak w"], ratio=peak / tb, tb=tb)
 
 One formatter writes every kind (:data:`KINDS`: sizes in KB = 1024 B, rates decimal, …), in every
 language alike; ``{rtts:list of duration}`` takes several values, joined as the page's language
@@ -16,7 +16,7 @@ name); a number there is refused, so that no number reaches a page unwritten.
 
 The output carries the sentence as Markdown for readers and, under :data:`MIME_TYPE`, the
 key and every value with its kind and text, so a test can hold each number on the page to the
-value it came from (``tests/test_prose.py``). A comparison between runs is not a sentence but a
+value it came from (``tests/report/test_prose.py``). A comparison between runs is not a sentence but a
 scored check (``report.scores``): a run that contradicts it fails visibly.
 """
 
