@@ -159,8 +159,8 @@ class ProbeView:
     ``delays`` are the answered probes' waits in the queue (round trip less ``base``) over the
     upload's steady part: its second half, less its last ``peak``, in which the queue drains
     once the sender has sent its last byte. ``standing`` is the least any of them waited, against
-    the least before the upload (``floor``): the queue that never drained (a queue only adds
-    delay, so the lowest round trip is the queue's floor; CoDel reads a queue the same way)."""
+    the least before the upload (``floor``), 0 at least: the queue that never drained (a queue
+    only adds delay, so the lowest round trip is the queue's floor; CoDel reads a queue the same way)."""
 
     def __init__(self, frame: pd.DataFrame) -> None:
         alone = frame.loc[~frame["upload"] & (frame["t_s"] < 0), "rtt_s"].dropna()
@@ -172,7 +172,9 @@ class ProbeView:
         self.lost = float(on["rtt_s"].isna().mean()) if len(on) else math.nan
         steady = on.loc[_steady(on["t_s"], self.peak), "rtt_s"].dropna()
         self.delays = (steady - self.base).to_numpy()
-        self.standing = float(steady.min()) - self.floor if len(steady) else math.nan
+        # A queue only adds delay: a probe a little faster than the fastest alone (the probe's
+        # own noise, a tenth of a millisecond) is no queue, not a negative one.
+        self.standing = max(0.0, float(steady.min()) - self.floor) if len(steady) else math.nan
 
     @property
     def peak_delay(self) -> float:

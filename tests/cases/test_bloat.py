@@ -60,6 +60,15 @@ def test_a_probe_view_reads_base_peak_and_standing_queue():
     assert list(frame.columns) == ["fix", "delay ms"] and len(frame) == 39
 
 
+def test_a_queue_that_drains_reads_as_no_standing_queue():
+    # Under an AQM the probe's fastest round trips beside the upload can beat its fastest alone by
+    # a little noise: that is no queue, never a negative one.
+    probes = [(t, 0.0203) for t in np.arange(-0.5, 0, 0.02)] + [(t, 0.0202) for t in np.arange(0, 2.0, 0.02)]
+    seen = bloat.view(_trial(probes, 2.0))
+    assert seen.standing == 0.0 and seen.queue_bytes(5e6) == 0.0
+    assert seen.median_delay == pytest.approx(-0.0001)  # the waits themselves are as measured
+
+
 def test_a_run_without_probes_reads_as_nothing_measured():
     seen = bloat.view(_trial([], 1.0))
     assert np.isnan(seen.base) and np.isnan(seen.peak) and np.isnan(seen.standing) and np.isnan(seen.lost)
