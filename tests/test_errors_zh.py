@@ -5,6 +5,7 @@ parameter and its value, options, commands, file names, kernel and sysctl names,
 from __future__ import annotations
 
 import json
+import platform
 import re
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from tcplab.cases.variants import VariantTable
 from tcplab.commands import i18n as i18n_command, uml as uml_command
 from tcplab.commands.run import split_settings
 from tcplab.lab import kernels, sysctl, uml
-from tcplab.lab.link import LinkShape, choose_backend
+from tcplab.lab.link import LinkShape, check_aqm, choose_backend
 from tcplab.lab.path import PathSpec
 from tcplab.observe import ObserveSpec
 from tcplab.report import autograde, grading, release, shards
@@ -38,7 +39,7 @@ ALLOWED = {
     "CASE", "ID", "KEY", "I", "N", "start", "end", "client", "server", "root", "markdown", "tc", "ip",
     # kernels, sysctls, qdiscs, files and formats
     "net", "core", "ipv", "rmem_max", "wmem_max", "tcp_mem", "tcp_allowed_congestion_control", "sysctl", "qdisc",
-    "sch_netem", "UML", "User", "Linux", "Debian",
+    "sch_netem", "UML", "User", "Linux", "Debian", "aqm", "fq_codel", "cake", "sch_fq_codel", "FIFO", "AQM", "rate",
     "json", "summary", "ipynb", "en", "zh", "Markdown", "JSON", "scores", "None", "nbgrader", "id",
     # units
     "ms", "s", "KB", "MB", "GB", "p", "bytes",
@@ -145,6 +146,11 @@ def _refusals(tmp: Path, monkeypatch) -> dict[str, tuple[ParameterError, tuple]]
     out["link: queue of no packets"] = _refused(LinkShape, queue="0p"), ()
     monkeypatch.setattr("tcplab.lab.link.netem_available", lambda: False)
     out["link: no netem"] = _refused(choose_backend, "netem"), ()
+    out["link: aqm without a rate"] = _refused(LinkShape, aqm="fq_codel"), ()
+    out["link: aqm with a queue"] = _refused(LinkShape, rate="10mbit", aqm="cake", queue="100"), ()
+    monkeypatch.setattr("tcplab.lab.link.aqms_available", lambda: [])
+    out["link: no such aqm here"] = (_refused(check_aqm, [LinkShape(rate="10mbit", aqm="fq_codel")]),
+                                     (platform.release(),))
     out["path: rtt and delay"] = _refused(PathSpec, rtt="20ms", delay="30ms"), ()
     out["path: side"] = _refused(PathSpec, side_sysctls={"middle": {}}), ()
     # sweeps and theory

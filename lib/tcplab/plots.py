@@ -29,7 +29,7 @@ from matplotlib.transforms import Bbox
 from .analysis.metrics import goodput_series
 from .analysis.table import expert_column, flow_view
 from .display import formatter
-from .units import ParameterError, format_duration, format_size
+from .units import ParameterError, format_duration, format_rate, format_size
 from .words import Messages, messages
 
 #: Colours by role, the same in every figure: what was configured or predicted is grey.
@@ -806,3 +806,40 @@ def theory_curve(ax, xs: Sequence[float], predict: Callable[[float], float], *, 
                     gid="theory", zorder=1.9)  # under the measured lines and their marks
     _legend(ax)
     return line
+
+
+# ---------------------------------------------------------------- the path
+
+
+def path_diagram(spec, *, language: str | None = None):
+    """The path a case asked for, as a picture: client — router — server, with the round trip
+    the router adds, the bottleneck's rate and the queue in front of it (a FIFO of ``queue``
+    bytes, or the AQM in its place), toward the server. ``spec`` is a
+    :class:`~tcplab.lab.PathSpec`; every number on the picture is its setting, none measured."""
+    use_house_style()
+    word = messages(language)
+    shape = spec.shapes()["to_server"]
+    fig, ax = plt.subplots(figsize=(8, 1.7))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 2.4)
+    ax.axis("off")
+    centres = {"client": 1.0, "router": 5.0, "server": 9.0}
+    for name, x in centres.items():
+        ax.add_patch(matplotlib.patches.FancyBboxPatch((x - 0.8, 1.0), 1.6, 0.7, boxstyle="round,pad=0.05",
+                                                       facecolor="#f2f2f2", edgecolor="#555555", gid=name))
+        ax.text(x, 1.35, word(f"plot.path.{name}"), ha="center", va="center", fontsize=10)
+    for start, end in ((1.85, 4.15), (5.85, 8.15)):
+        ax.annotate("", xy=(end, 1.35), xytext=(start, 1.35),
+                    arrowprops={"arrowstyle": "-|>", "color": PALETTE["data"], "lw": 1.5})
+    ax.text(5.0, 2.15, word("plot.path.round_trip", rtt=format_duration(2 * spec.one_way_delay)),
+            ha="center", va="center", fontsize=9)
+    if shape.rate:
+        ax.text(7.0, 1.55, format_rate(shape.rate), ha="center", va="bottom", fontsize=9, gid="rate")
+        queue = (word("plot.path.aqm", aqm=shape.aqm) if shape.aqm
+                 else word("plot.path.fifo", size=format_size(shape.queue_limit(spec.mtu))))
+        for slot in range(5):  # a queue drawn as a row of packets waiting before the rate limit
+            ax.add_patch(matplotlib.patches.Rectangle((5.05 + 0.14 * slot, 0.62), 0.11, 0.22, facecolor=PALETTE["data"],
+                                                      alpha=0.35 if shape.aqm else 0.8, gid="queue"))
+        ax.text(5.0, 0.35, queue, ha="center", va="center", fontsize=9)
+    tidy(fig)
+    return fig

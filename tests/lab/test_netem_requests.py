@@ -70,3 +70,36 @@ def test_backend_choice_follows_the_probe(monkeypatch):
     monkeypatch.setattr(link, "netem_available", lambda: True)
     assert link.choose_backend("auto") == "netem"
     assert link.choose_backend("delayline") == "delayline"
+
+
+@pytest.mark.parametrize("backend, tbf_handle", [("netem", "10:"), ("delayline", "1:")])
+def test_an_aqm_replaces_the_fifo_of_tbf_under_either_backend(backend, tbf_handle):
+    emulator = LinkEmulator.__new__(LinkEmulator)
+    emulator.backend, emulator.mtu = backend, 1500
+    *_, tbf, aqm = emulator.plan("to-server", LinkShape(delay="10ms", rate="10mbit", aqm="fq_codel"))
+    assert (tbf.kind, tbf.args["handle"]) == ("tbf", tbf_handle)
+    assert (aqm.kind, aqm.args) == ("fq_codel", {"parent": tbf_handle + "1", "handle": "20:"})
+    # Without one, tbf keeps its own FIFO of `queue` bytes, as before.
+    assert [r.kind for r in emulator.plan("to-server", LinkShape(delay="10ms", rate="10mbit"))][-1] == "tbf"
+
+
+@pytest.mark.parametrize("settings, name, fragment", [
+    ({"aqm": "fq_codel"}, "aqm", "set rate too"),
+    ({"rate": "10mbit", "aqm": "fq_codel", "queue": "100"}, "queue", "sizes its own queue"),
+    ({"rate": "10mbit", "aqm": "red"}, "aqm", "one of fq_codel, cake"),
+])
+def test_an_aqm_needs_a_rate_and_no_queue_of_its_own(settings, name, fragment):
+    with pytest.raises(link.ParameterError, match=fragment) as info:
+        LinkShape(**settings)
+    assert info.value.name == name
+
+
+def test_a_kernel_without_the_aqm_refuses_it_by_name(monkeypatch):
+    monkeypatch.setattr(link, "aqms_available", lambda: ["cake"])
+    link.check_aqm([LinkShape(rate="10mbit", aqm="cake"), LinkShape()])
+    with pytest.raises(link.ParameterError, match=r"has no sch_fq_codel qdisc.*one of cake") as info:
+        link.check_aqm([LinkShape(rate="10mbit", aqm="fq_codel")])
+    assert info.value.name == "aqm" and link.platform.release() in str(info.value)
+    monkeypatch.setattr(link, "aqms_available", lambda: [])
+    with pytest.raises(link.ParameterError, match="none of fq_codel, cake"):
+        link.check_aqm([LinkShape(rate="10mbit", aqm="cake")])

@@ -13,7 +13,7 @@ import pytest
 
 from tcplab.units import ParameterError
 
-from tcplab.lab import NetPath, fidelity, netns, sysctl
+from tcplab.lab import NetPath, fidelity, link, netns, sysctl
 from tcplab.lab.cleanup import cleanup
 from tcplab.lab.link import netem_available
 from tcplab.observe import health
@@ -117,6 +117,32 @@ def test_delay_line_runs_in_any_kernel(root):
         assert late["count"] >= 20 and 0 <= late["late_p50_s"] <= late["late_p99_s"] <= late["late_worst_s"], late
     assert len(path.link_stats) == 2, path.link_stats  # the delay line's own counters, each way
     assert all(q["received"] > 0 and "late_max_s" in q for q in path.link_stats.values()), path.link_stats
+
+
+def test_an_aqm_is_built_where_the_kernel_has_it_and_refused_before_anything_where_not(root):
+    """The AQM probe agrees with tc; a kernel that has the qdisc gets it as tbf's child, one that
+    lacks it (this host: no fq_codel, no cake) refuses the path by the parameter's name, with no
+    namespace made. The UML leg of make test runs this inside the 6.1 kernel, which has both."""
+    name = f"{netns.PREFIX}t-aqm-{os.getpid()}"
+    netns.create(name)
+    try:
+        netns.run(name, ["ip", "link", "set", "lo", "up"])
+        has = {kind: netns.run(name, ["tc", "qdisc", "replace", "dev", "lo", "root", kind], check=False).returncode == 0
+               for kind in link.AQMS}
+    finally:
+        netns.remove(name)
+    assert link.aqms_available() == [kind for kind in link.AQMS if has[kind]]
+    for kind in link.AQMS:
+        if has[kind]:
+            with NetPath(rtt="2ms", rate="10mbit", aqm=kind) as path:
+                shown = path.router.run(["tc", "qdisc", "show", "dev", "to-server"]).stdout
+                assert f"qdisc {kind} 20: parent" in shown and "qdisc tbf" in shown, shown
+                assert path.client.run(["ping", "-c", "1", "-W", "2", path.server.address], check=False).returncode == 0
+            continue
+        before = set(netns.listed())
+        with pytest.raises(ParameterError, match=f"has no sch_{kind} qdisc") as info:
+            NetPath(rtt="2ms", rate="10mbit", aqm=kind).start()
+        assert info.value.name == "aqm" and set(netns.listed()) == before
 
 
 def test_rate_limit_holds(root):

@@ -78,3 +78,19 @@ def test_the_student_edition_drops_what_only_the_instructor_may_see_inside_a_cel
     assert "= 5792" in instructor.cells[0].source and "predicted ms" in instructor.cells[1].outputs[0]["data"]["text/html"]
     assert "Predicted" in instructor.cells[2].outputs[0]["data"]["text/html"]
     assert "= 5792" in nb.cells[0].source
+
+
+def test_the_student_scores_table_lists_only_what_its_worksheet_asked():
+    from tcplab.report import scores
+
+    v = nbformat.v4
+    sheet = v.new_code_cell("predictions = {\n    'stall': None,  # ms\n}", metadata={"tags": ["worksheet"]})
+    checks = v.new_code_cell("publish")
+    card = scores.Scores(case_id="04-x", title="x", backend="netem", mode="live",
+                         checks=(scores.within("stall", 44.0, 45.9, tolerance=0.5, unit="ms"),
+                                 scores.at_least("resent share", 0.2, 0.1, unit="%")))
+    checks.outputs = [v.new_output("display_data", data=scores.scores_output(card, language="en"))]
+    nb = v.new_notebook(cells=[sheet, checks])
+    shown = apply_edition(nb, "student").cells[1].outputs[0]["data"]["text/html"]
+    assert "stall" in shown and "resent share" not in shown
+    assert "resent share" in apply_edition(nb, "instructor").cells[1].outputs[0]["data"]["text/html"]

@@ -7,7 +7,7 @@ import pytest
 from tcplab.traffic import WORKLOADS, AppResult, Workload
 from tcplab.units import ParameterError
 
-EXPECTED = {"bulk", "reqresp", "slowreader", "ratelimited", "http", "iperf", "idleburst", "shortconns"}
+EXPECTED = {"bulk", "reqresp", "slowreader", "ratelimited", "http", "iperf", "idleburst", "shortconns", "probed"}
 LIMITS = {"net.core.wmem_max": 212992, "net.core.rmem_max": 212992}
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from tcplab.lab import netns
 from tcplab.traffic import WORKLOADS, WorkloadFailed
+from tcplab.traffic.probed import probes_of
 from tcplab.traffic.programs.sockets import SOCKET_KEYS
 from tcplab.units import ParameterError
 
@@ -26,6 +27,7 @@ QUICK = {
     "idleburst": ({"requests": 3, "response_size": "64KB", "idle": "100ms"}, 3),
     "http": ({"size": "1MB"}, 1),
     "iperf": ({"size": "1MB"}, 1),
+    "probed": ({"size": "1MB", "probe_lead": "100ms"}, 1),
 }
 
 
@@ -157,3 +159,22 @@ def test_a_busy_port_fails_the_launch_with_the_server_log(path, tmp_path):
         assert "Address already in use" in caught.value.logs["server"].read_text()
     finally:
         first.stop()
+
+
+def test_the_probe_times_the_path_alone_then_beside_the_transfer(path, tmp_path):
+    """A datagram every 10 ms, from 300 ms before an upload until it ends: alone it measures the
+    path's round trip, and it goes on, on time, while the upload fills the same queue."""
+    workload = WORKLOADS["probed"](size="2MB", direction="upload", probe_interval="10ms", probe_lead="300ms")
+    result = workload.run(path, tmp_path)
+    assert result.ok and result.bytes == 2 * 1024**2
+    probes = probes_of(result)
+    answered = [rtt for _, rtt in probes if rtt is not None]
+    alone = [rtt for sent, rtt in probes if sent < result.start and rtt is not None]
+    beside = [rtt for sent, rtt in probes if result.start <= sent <= result.end and rtt is not None]
+    assert 25 <= len(alone) <= 31 and beside, (len(alone), len(beside))
+    assert len(answered) >= 0.95 * len(probes) and min(answered) >= RTT
+    assert statistics.median(alone) <= RTT + 0.003, alone
+    sent = [s for s, _ in probes]
+    gaps = [b - a for a, b in zip(sent, sent[1:])]
+    assert statistics.median(gaps) == pytest.approx(0.010, abs=0.002)  # on time, answered or not
+    assert probes_of(WORKLOADS["bulk"](size="64KB").run(path, tmp_path / "bulk")) == []

@@ -128,11 +128,11 @@ class CaseLab:
         variants); None in replay."""
         return self.source.live(action)
 
-    def keep(self, name: str, compute: Callable[[], Any]) -> Any:
-        """A JSON value measured live (``compute()``, in the lab's kernel) and shipped with the
-        replay data."""
+    def keep(self, name: str, compute: Callable[[], Any], *, kernel: str | None = None) -> Any:
+        """A JSON value measured live (``compute()``, in the lab's kernel, or in ``kernel``: one
+        that :meth:`kernels_side_by_side` named) and shipped with the replay data."""
         self._starting()
-        return self.source.keep(name, compute)
+        return self.source.keep(name, compute, kernel=kernel)
 
     def measure(self, name: str, path: NetPath | ReplayedPath, compute: Callable[[], Any]) -> Any:
         """:meth:`keep` for a measurement made outside a run record on ``path`` (case 00's): taken

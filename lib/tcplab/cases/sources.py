@@ -57,7 +57,7 @@ class RunSource(Protocol):
     def path(self, spec: PathSpec) -> ContextManager[NetPath | ReplayedPath]: ...
     def run(self, label: str, plan: RunPlan, workload: Any, observe: ObserveSpec, where: NetPath | PathSpec) -> Run:
         """``label``'s run: on the live path ``where``, or on a path of spec ``where`` made for it."""
-    def keep(self, name: str, compute: Callable[[], Any]) -> Any: ...
+    def keep(self, name: str, compute: Callable[[], Any], *, kernel: str | None = None) -> Any: ...
     def measure(self, name: str, path: NetPath | ReplayedPath, compute: Callable[[], Any]) -> tuple[Any, dict]: ...
     def in_lab(self, action: Callable[[], Any]) -> Any: ...
     def live(self, action: Callable[[], Any]) -> Any: ...
@@ -103,8 +103,9 @@ class LiveSource:
         self._index(runs={label: run.dir.name}, kernel=kernel_of(run))
         return run
 
-    def keep(self, name: str, compute: Callable[[], Any]) -> Any:
-        value = json.loads(json.dumps(self.in_lab(compute), default=str))  # as replay will give it back
+    def keep(self, name: str, compute: Callable[[], Any], *, kernel: str | None = None) -> Any:
+        done = call_in(kernel, compute) if kernel is not None else self.in_lab(compute)
+        value = json.loads(json.dumps(done, default=str))  # as replay will give it back
         self._index(kept={name: value})
         return value
 
@@ -193,7 +194,7 @@ class ReplaySource:
                                        profile=self._recorded.get("profile", "?"))
         return run
 
-    def keep(self, name: str, compute: Callable[[], Any]) -> Any:
+    def keep(self, name: str, compute: Callable[[], Any], *, kernel: str | None = None) -> Any:
         kept = self._recorded["kept"]
         if name not in kept:
             raise replay.ReplayMissing("no_value", case=self.case_id, name=repr(name), names=replay.listed(sorted(kept)))

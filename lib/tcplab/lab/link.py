@@ -10,7 +10,9 @@ loss, a rate limit and the queue in front of that limit. Two backends make it re
   its delay, or drops it; tbf does rate and queue in the kernel exactly as with netem.
 
 In both, packets are delayed first and queued at the rate limit second, so the queue the
-course talks about is always the tbf queue, and its size means the same thing.
+course talks about is always the tbf queue, and its size means the same thing. Where ``aqm``
+names an active queue management qdisc (fq_codel, cake), it replaces tbf's own FIFO as tbf's
+child, on a kernel that has it; tbf still sets the rate.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import dataclasses
 import json
 import math
 import os
+import platform
 import subprocess
 import sys
 import shutil
@@ -34,6 +37,10 @@ from ..units import ParameterError, format_duration, format_size, parse_size
 from . import lateness, netns, state
 
 BACKENDS = ("auto", "netem", "delayline")
+#: Active queue management the bottleneck may use in place of tbf's FIFO: each a qdisc the lab
+#: kernel may or may not have (Debian's UML 6.1 loads both as modules; a kernel built without
+#: them refuses the kind).
+AQMS = ("fq_codel", "cake")
 
 #: Upper bound of a veth's speed used to size netem's queue when no rate is set: netem
 #: holds every packet for the whole delay, so its limit must cover delay × the fastest rate.
@@ -55,6 +62,9 @@ class LinkShape(Params):
     queue: str | None = param("str", None,
                               "bottleneck queue: packets (100) or bytes (64KB); unset: one BDP, at least 64KB",
                               optional=True)
+    aqm: str | None = param("choice", None, "active queue management at the bottleneck in place of its FIFO "
+                            "(the kernel must have the qdisc); unset: a FIFO of queue bytes",
+                            choices=AQMS, optional=True)
 
     def validate(self) -> None:
         if self.jitter > self.delay:
@@ -62,6 +72,11 @@ class LinkShape(Params):
                                  "jitter larger than the delay would need negative delays")
         if self.queue is not None:
             self.queue_limit(1500)  # parse now so a bad value fails before anything is built
+        if self.aqm is not None and self.rate is None:
+            raise ParameterError("aqm", self.aqm, "unset, or a rate with it",
+                                 "an AQM manages the queue of the rate limit: set rate too")
+        if self.aqm is not None and self.queue is not None:
+            raise ParameterError("queue", self.queue, "unset when aqm is set", f"{self.aqm} sizes its own queue")
 
     @property
     def shaped(self) -> bool:
@@ -118,6 +133,20 @@ def tbf_request(ifname: str, shape: LinkShape, mtu: int, parent: str | None) -> 
     return TcRequest("add", "tbf", ifname, args)
 
 
+def aqm_request(ifname: str, shape: LinkShape, tbf: TcRequest) -> TcRequest:
+    """The AQM qdisc in place of tbf's FIFO: tbf's one class is its parent, and its own
+    defaults hold (fq_codel: 5 ms target, 100 ms interval, 10240 packets; cake: no shaper of
+    its own, as tbf paces it)."""
+    assert shape.aqm is not None
+    return TcRequest("add", shape.aqm, ifname, {"parent": tbf.args["handle"] + "1", "handle": "20:"})
+
+
+def bottleneck_requests(ifname: str, shape: LinkShape, mtu: int, parent: str | None) -> list[TcRequest]:
+    """tbf for rate and queue, and the AQM that replaces its FIFO where one is asked for."""
+    tbf = tbf_request(ifname, shape, mtu, parent)
+    return [tbf, aqm_request(ifname, shape, tbf)] if shape.aqm else [tbf]
+
+
 def netem_limit(shape: LinkShape, mtu: int) -> int:
     """netem's queue limit in packets, sized so it never caps throughput by itself.
 
@@ -143,7 +172,7 @@ def netem_requests(ifname: str, shape: LinkShape, mtu: int) -> list[TcRequest]:
             "limit": netem_limit(shape, mtu),
         }))
     if shape.rate:
-        requests.append(tbf_request(ifname, shape, mtu, parent="1:1" if requests else None))
+        requests += bottleneck_requests(ifname, shape, mtu, parent="1:1" if requests else None)
     return requests
 
 
@@ -170,32 +199,63 @@ def netem_counters(router_ns: str, ifname: str) -> dict[str, int]:
     return {}
 
 
-# --- backend choice ----------------------------------------------------------------------
+# --- what this kernel has ---------------------------------------------------------------------
 
-_NETEM_AVAILABLE: bool | None = None
+#: Qdisc kinds probed so far in this process's kernel: kind -> whether it has it.
+_QDISCS: dict[str, bool] = {}
+#: What a probe passes to a kind that needs a setting to be added at all.
+_PROBE_ARGS: dict[str, dict[str, Any]] = {"netem": {"delay": 1000}}
 
 
 @netns.outside_event_loop
-def netem_available() -> bool:
-    """Whether this kernel has sch_netem: try to add one on a throwaway namespace's loopback."""
-    global _NETEM_AVAILABLE
-    if _NETEM_AVAILABLE is None:
+def qdiscs_available(kinds: tuple[str, ...]) -> dict[str, bool]:
+    """Whether this kernel has each qdisc kind: try to add one at the root of a throwaway
+    namespace's loopback (a kernel without it refuses the kind); asked once per process."""
+    unknown = [kind for kind in kinds if kind not in _QDISCS]
+    if unknown:
         name = f"{netns.PREFIX}probe-{os.getpid()}"
         netns.create(name)
         try:
             with netns.iproute(name) as ipr:
                 lo = ipr.link_lookup(ifname="lo")[0]
                 ipr.link("set", index=lo, state="up")
-                try:
-                    ipr.tc("add", "netem", lo, handle="1:", delay=1000)
-                    _NETEM_AVAILABLE = True
-                except NetlinkError as exc:
-                    if exc.code not in (2, 95):  # ENOENT / EOPNOTSUPP: no such qdisc kind
-                        raise
-                    _NETEM_AVAILABLE = False
+                for kind in unknown:
+                    try:
+                        ipr.tc("add", kind, lo, handle="1:", **_PROBE_ARGS.get(kind, {}))
+                        ipr.tc("del", kind, lo, handle="1:")
+                        _QDISCS[kind] = True
+                    except NetlinkError as exc:
+                        if exc.code not in (2, 95):  # ENOENT / EOPNOTSUPP: no such qdisc kind
+                            raise
+                        _QDISCS[kind] = False
         finally:
             netns.remove(name)
-    return _NETEM_AVAILABLE
+    return {kind: _QDISCS[kind] for kind in kinds}
+
+
+def netem_available() -> bool:
+    """Whether this kernel has sch_netem."""
+    return qdiscs_available(("netem",))["netem"]
+
+
+def aqms_available() -> list[str]:
+    """The AQM qdiscs (:data:`AQMS`) this kernel has."""
+    return [kind for kind, has in qdiscs_available(AQMS).items() if has]
+
+
+def check_aqm(shapes: list[LinkShape]) -> None:
+    """Refuse an AQM this kernel does not have, naming the parameter and the kernel, before a
+    path is built."""
+    have = aqms_available()
+    for shape in shapes:
+        if shape.aqm is not None and shape.aqm not in have:
+            accepted = ("unset (a FIFO), or one of " + ", ".join(have)) if have else \
+                       "unset (a FIFO): this kernel has none of " + ", ".join(AQMS)
+            raise ParameterError("aqm", shape.aqm, accepted,
+                                 f"this kernel ({platform.release()}) has no sch_{shape.aqm} qdisc")
+
+
+# --- backend choice ----------------------------------------------------------------------
 
 
 def choose_backend(requested: str) -> str:
@@ -286,7 +346,7 @@ class LinkEmulator:
         """The kernel requests for one direction (leaving the router on ``out_ifname``)."""
         if self.backend == "netem":
             return netem_requests(out_ifname, shape, self.mtu)
-        return [tbf_request(out_ifname, shape, self.mtu, parent=None)] if shape.rate else []
+        return bottleneck_requests(out_ifname, shape, self.mtu, parent=None) if shape.rate else []
 
     def apply(self, in_ifname: str, out_ifname: str, shape: LinkShape, queue_num: int) -> None:
         requests = self.plan(out_ifname, shape)
@@ -322,5 +382,6 @@ def describe_requests(requests: list[TcRequest]) -> list[dict[str, Any]]:
     return [dataclasses.asdict(r) for r in requests]
 
 
-__all__ = ["LinkShape", "LinkEmulator", "TcRequest", "netem_requests", "tbf_request",
-           "netem_available", "choose_backend", "BACKENDS", "format_size"]
+__all__ = ["LinkShape", "LinkEmulator", "TcRequest", "netem_requests", "tbf_request", "aqm_request",
+           "bottleneck_requests", "netem_available", "qdiscs_available", "aqms_available", "check_aqm",
+           "choose_backend", "BACKENDS", "AQMS", "format_size"]

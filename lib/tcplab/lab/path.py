@@ -28,7 +28,7 @@ from ..params import Params, param
 from ..units import ParameterError, format_duration
 from . import netns, state, sysctl
 from .kernels import lab_kernel
-from .link import BACKENDS, LinkEmulator, LinkShape, choose_backend
+from .link import AQMS, BACKENDS, LinkEmulator, LinkShape, check_aqm, choose_backend
 
 # The two subnets live only inside the lab's namespaces, so every run may reuse them.
 CLIENT_NET = "10.201.1."
@@ -60,6 +60,9 @@ class PathSpec(Params):
                                low=0.0, low_open=True, high=10e9, optional=True)
     queue: str | None = param("str", None, "bottleneck queue: packets (100) or bytes (64KB)",
                               optional=True)
+    aqm: str | None = param("choice", None, "active queue management in place of the bottleneck's FIFO, each way: "
+                            "fq_codel or cake, where the lab kernel has the qdisc (unset: a FIFO of queue)",
+                            choices=AQMS, optional=True)
     backend: str = param("choice", "auto", "link emulation: netem, delayline, or auto", choices=BACKENDS)
     mtu: int = param("int", 1500, "MTU of every veth", low=576, high=9000)
     offloads: bool = param("bool", False, "keep TSO/GSO/GRO on (off: captures show wire-sized segments)")
@@ -148,7 +151,7 @@ class PathSpec(Params):
 
     def shapes(self) -> dict[str, LinkShape]:
         symmetric = LinkShape.from_stored(delay=self.one_way_delay, jitter=self.jitter, loss=self.loss,
-                              rate=self.rate, queue=self.queue)
+                              rate=self.rate, queue=self.queue, aqm=self.aqm)
         return {"to_server": self.to_server or symmetric, "to_client": self.to_client or symmetric}
 
     def namespace_sysctls(self) -> dict[str, Any]:
@@ -299,6 +302,7 @@ class NetPath:
         if os.geteuid() != 0:
             raise PermissionError("tcplab needs root to build network namespaces (run with sudo)")
         self.backend = choose_backend(self.spec.backend)
+        check_aqm(list(self.spec.shapes().values()))  # this kernel's qdiscs, before anything is built
         self._install_signal_handlers()
         atexit.register(self.stop)
         self._up = True

@@ -39,9 +39,9 @@ from . import state
 
 #: Modules the lab cannot do without; a kernel that cannot load one is refused at boot.
 REQUIRED_MODULES = ("veth", "sch_netem", "sch_tbf")
-#: Modules the lab uses when there: bbr, IPv6 captures, the delay line's NFQUEUE rules, the
-#: iptables matches of case 08 (iptables-nft needs nf_tables and nft_compat underneath).
-WANTED_MODULES = ("sch_htb", "tcp_bbr", "ipv6", "nf_tables", "nft_compat", "nfnetlink_queue", "xt_NFQUEUE",
+#: Modules the lab uses when there: the AQM qdiscs (``aqm``), bbr, IPv6 captures, the delay
+#: line's NFQUEUE rules, the iptables matches of case 08 (iptables-nft needs nf_tables and nft_compat underneath).
+WANTED_MODULES = ("sch_htb", "sch_fq_codel", "sch_cake", "tcp_bbr", "ipv6", "nf_tables", "nft_compat", "nfnetlink_queue", "xt_NFQUEUE",
                   "xt_statistic", "xt_tcpudp", "xt_u32", "iptable_raw", "iptable_filter", "ip6table_raw",
                   "ip6table_filter")
 #: The prefix of the agent's lines on the console; everything else there is kernel or program output.

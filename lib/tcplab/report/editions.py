@@ -120,7 +120,7 @@ def worksheet_checks_only(nb: nbformat.NotebookNode, language: str | None = None
     from .worksheet import WORKSHEET_TAG
 
     sheets = [c for c in nb.cells if c.cell_type == "code" and WORKSHEET_TAG in c.get("metadata", {}).get("tags", [])]
-    asked = {name for c in sheets for name in written_answers(c.source)}
+    asked = {name for c in sheets for name in written_answers(c.source)}  # empty where no line reads as an item
     if not asked:
         return nb
     for cell in nb.cells:
