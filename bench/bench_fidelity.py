@@ -1,8 +1,9 @@
 """Fidelity of the emulated path (make bench).
 
 For round-trip delays {1, 10, 20, 50, 100} ms × rates {10, 100} Mbit/s, in each lab kernel
-this machine has (the host's, and the UML kernel's) and each backend that kernel allows
-(the delay line where there is no sch_netem, netem in UML): the TCP-measured RTT error
+this machine has (the host's as root, the host's in a user namespace as a learner has it, and
+the UML kernel's) and each backend that kernel allows (the delay line where there is no
+sch_netem, netem in UML): the TCP-measured RTT error
 (goal ≤ max(2 %, 0.2 ms)) and bulk goodput with autotuned buffers as a share of the
 configured rate (goal ≥ 95 % of what TCP can carry: 1448/1514 of the line rate). For the
 delay line, its CPU per 10 k packets/s and the packet rate at which it stops keeping up.
@@ -89,10 +90,10 @@ def main() -> int:
     parser.add_argument("--rates", default="10,100")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--capacity", default="200mbit,400mbit,800mbit,none")
-    parser.add_argument("--kernels", default="host,uml",
-                        help="lab kernels to measure in (uml is left out where it cannot run)")
+    parser.add_argument("--kernels", default="host,userns,uml",
+                        help="lab kernels to measure in (userns and uml are left out where they cannot run)")
     args = parser.parse_args()
-    lab_kernels = [k for k in args.kernels.split(",") if k != "uml" or kernels.uml_can_run()[0]]
+    lab_kernels = [k for k in args.kernels.split(",") if k == "host" or kernels.CAN_RUN[k]()[0]]
     rows = fidelity_rows(lab_kernels, [int(x) for x in args.rtts.split(",")],
                          [int(x) for x in args.rates.split(",")], args.seconds)
     print("\nPath fidelity (goal: RTT error ≤ max(2 %, 0.2 ms); goodput ≥ 95 % of the TCP maximum)")

@@ -29,8 +29,8 @@ import pandas as pd
 from ..course import PROFILES
 from ..experiment import Experiment, RunPlan, reusable_run
 from ..lab import NetPath, PathSpec
-from ..lab.kernels import call_in, choose_mode, held_in
-from ..lab.state import exclusive_measurement
+from ..lab.kernels import AGENT_KERNELS, CAN_RUN, call_in, choose_mode, held_in, path_kernel
+from ..lab.state import QueuePlace, Turn, exclusive_measurement
 from ..observe import ObserveSpec
 from ..observe.health import group_run_delay, health_around, judged, reasons_of, wait_share
 from ..runs import Run, key_of, runs_root
@@ -73,7 +73,7 @@ class CaseLab:
         # Without root, the UML kernel runs the lab; with neither, the course replays.
         choice = choose_mode(mode, kernel)
         mode = choice.mode
-        #: The kernel the live variants run on ("host" or "uml"; None in replay) and why.
+        #: The kernel the live variants run on ("host", "userns" or "uml"; None in replay) and why.
         self.kernel: str | None = choice.kernel
         self.kernel_why = choice.why if choice.mode == "live" else "replay: nothing runs"
         if profile not in PROFILES:
@@ -88,6 +88,8 @@ class CaseLab:
         self._measured: dict[str, dict[str, Any]] = {}
         self._backends: list[str] = []
         self._kernels: list[str] = []  # "6.1.176 (UML)": the kernels the variants ran on
+        self._moved: set[str] = set()  # why paths ran in another kernel than the lab's (kernels.path_kernel)
+        self._turn = Turn()  # the machine's measurement queue's turn the live path has
         self._case_runs = runs_root(runs_dir) / case_id
         self._replay = replay.replay_root(replay_dir) / case_id
         if mode == "replay":
@@ -122,18 +124,28 @@ class CaseLab:
         if self.mode == "replay":
             yield ReplayedPath(spec)
             return
-        # The wait is news for the terminal, not for the page: the process's own stderr, not the cell's.
-        with exclusive_measurement(lambda: print(f"{self.case_id}: waiting for another measurement to finish",
-                                                  file=sys.__stderr__, flush=True)), NetPath(spec) as live:
+        # The wait is news for the terminal and the learner, not for the page (_QueueNote).
+        note = _QueueNote(self.case_id)
+        with exclusive_measurement(note, what=f"case {self.case_id}") as turn, NetPath(spec) as live:
+            note.done()
+            self._turn = turn
             self._saw_backend(live.backend)
             self._index(backend=live.backend, kernel=kernel_label(live.kernel, live.release))
-            yield live
+            try:
+                yield live
+            finally:
+                self._turn = Turn()
 
     def _on_kernel(self, spec: PathSpec) -> PathSpec:
-        """The spec as this execution runs it: on the UML kernel when that is the lab's, so
-        its runs are told from the host's (a different run key)."""
-        if self.kernel == "uml" and spec.kernel is None:
-            return spec.replaced(kernel="uml")
+        """The spec as this execution runs it: on the lab's kernel when that is one of its own
+        (UML, a user namespace), so its runs are told from the host's (a different run key);
+        a path a user namespace cannot make (a host-global setting) on the UML kernel, and the
+        page says why (:meth:`environment`)."""
+        if self.kernel in AGENT_KERNELS and spec.kernel is None:
+            choice = path_kernel(spec, self.kernel)
+            if choice.why:
+                self._moved.add(choice.why)
+            return spec.replaced(kernel=choice.kernel)
         return spec
 
     def kernels_side_by_side(self) -> tuple[list[str], str]:
@@ -146,11 +158,9 @@ class CaseLab:
             if kept is None:
                 raise replay.ReplayMissing("no_kernels", case=self.case_id)
             return list(kept["kernels"]), kept["why"]
-        from ..lab.kernels import host_can_run, uml_can_run
-
         own = self.kernel or "host"
-        other = "uml" if own == "host" else "host"
-        can, why = (uml_can_run if other == "uml" else host_can_run)()
+        other = "host" if own == "uml" else "uml"  # a user namespace's kernel is the host's
+        can, why = CAN_RUN[other]()
         kernels = [own, other] if can else [own]
         why = "" if can else f"the {other} kernel cannot run the lab here ({why})"
         self._index(kept={name: {"kernels": kernels, "why": why}})
@@ -219,6 +229,8 @@ class CaseLab:
         if pgid and health:
             health = judged(health, uml_cpu_wait_share=wait_share(waits, group_run_delay(pgid),
                                                                   time.monotonic() - start))
+        if (beside := self._turn.health()) is not None:
+            health = judged(health, measured_beside=beside)
         return value, health
 
     # --- variants -------------------------------------------------------------------------------------
@@ -263,6 +275,8 @@ class CaseLab:
         # the last one stands, and if it too was disturbed the page says so (status "busy").
         for _ in range(RUN_TRIES):
             run = experiment.run()
+            if (beside := self._turn.health()) is not None:  # it could not wait for the machine
+                run.amend_observe("health", judged(run.observe.get("health") or {}, measured_beside=beside))
             if not reasons_of(run):
                 break
         return self._indexed(label, run)
@@ -320,6 +334,8 @@ class CaseLab:
             env["kernel"] = ", ".join(self._kernels)
         if self.kernel is not None:
             env["lab kernel"] = f"{self.kernel} ({self.kernel_why})"
+            if self._moved:
+                env["lab kernel"] += "; " + "; ".join(sorted(self._moved))
         return env
 
     def publish(self, title: str, checks: Sequence[Any]) -> None:
@@ -369,6 +385,37 @@ class CaseLab:
             return t("page.banner.live", profile=self.profile)
         return t("page.banner.replay", kernel=self._recorded.get("kernel", "?"),
                  profile=self._recorded.get("profile", "?"))
+
+
+class _QueueNote:
+    """Where the case waits in the machine's measurement queue (:func:`exclusive_measurement`),
+    said on the terminal and, in a notebook, in the cell while it waits; emptied when the turn
+    comes, so that no page keeps it."""
+
+    def __init__(self, case_id: str) -> None:
+        self.case_id = case_id
+        self.handle: Any = None
+
+    def __call__(self, place: QueuePlace) -> None:
+        print(f"{self.case_id}: {place.text()}", file=sys.__stderr__, flush=True)
+        try:
+            from IPython import get_ipython
+            from IPython.display import Markdown, display
+        except ImportError:
+            return
+        if get_ipython() is None:
+            return
+        if self.handle is None:
+            self.handle = display(Markdown(place.text()), display_id=True)
+        else:
+            self.handle.update(Markdown(place.text()))
+
+    def done(self) -> None:
+        if self.handle is not None:
+            from IPython.display import Markdown
+
+            self.handle.update(Markdown(""))
+            self.handle = None
 
 
 def _spec(spec: PathSpec | Mapping[str, Any] | None, settings: Mapping[str, Any]) -> PathSpec:
