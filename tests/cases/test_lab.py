@@ -191,7 +191,7 @@ def test_bad_label_is_refused_before_anything_runs(dirs):
 
 
 def test_measurements_take_turns(tmp_path, monkeypatch):
-    monkeypatch.setattr("tcplab.lab.state.MEASURE_LOCK", tmp_path / "measure.lock")
+    monkeypatch.setattr("tcplab.lab.state.QUEUE_DIR", tmp_path / "queue")
     order, waited = [], []
     holding = threading.Event()
 
@@ -204,7 +204,7 @@ def test_measurements_take_turns(tmp_path, monkeypatch):
     thread = threading.Thread(target=first)
     thread.start()
     holding.wait(5)
-    with exclusive_measurement(lambda: waited.append(True)):
+    with exclusive_measurement(lambda place: waited.append(True)):
         order.append("second starts")
     thread.join()
     assert waited == [True] and order == ["first done", "second starts"]

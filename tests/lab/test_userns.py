@@ -109,11 +109,11 @@ def test_a_delay_line_path_in_the_users_namespace_measures_as_on_the_host(learne
                 with socket.create_server((path.server.address, 5999)) as server:
                     ready.set()
                     conn, _ = server.accept()
-                    got["server"] = conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+                    got["server"] = conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\\0").decode()
                     conn.close()
             def connect():
                 with socket.create_connection((path.server.address, 5999)) as conn:
-                    return conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+                    return conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\\0").decode()
             listener = threading.Thread(target=netns.run_in, args=(path.server.ns, serve))
             listener.start()
             ready.wait(10)
@@ -128,7 +128,7 @@ def test_a_delay_line_path_in_the_users_namespace_measures_as_on_the_host(learne
             rtt = path.remote.call(fidelity.tcp_rtt, path, count=20)
             run = Experiment(path, Bulk(size="2MB", sndbuf="16KB"), case="userns-test", runs_dir=sys.argv[1],
                              capture="both").run()
-            netns = path.router.run(["ip", "netns", "list"]).stdout
+            listed = path.router.run(["ip", "netns", "list"]).stdout
             qdiscs = path.router.run(["tc", "qdisc", "show", "dev", "to-server"]).stdout
             nfqueue = path.router.run(["iptables", "-t", "raw", "-S", "PREROUTING"]).stdout
             sockets = run.app.sockets
@@ -140,7 +140,7 @@ def test_a_delay_line_path_in_the_users_namespace_measures_as_on_the_host(learne
             "env_cc": run.environment["cc"], "socket_cc": sockets["server"].get("cc"), "plain_cc": plain,
             "packets": len(run.packets().packets), "telemetry": len(run.telemetry),
             "owner": __import__("os").stat(run.dir / "run.json").st_uid, "uid": __import__("os").getuid(),
-            "netns": netns, "qdiscs": qdiscs, "nfqueue": nfqueue}))
+            "netns": listed, "qdiscs": qdiscs, "nfqueue": nfqueue}))
     """, str(runs), timeout=180))
     assert said["kind"] == "userns" and said["status"] == "complete" and said["backend"] == "delayline"
     assert 0.020 <= said["rtt_min"] and said["rtt_median"] < 0.020 * 1.05, said

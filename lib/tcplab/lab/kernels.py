@@ -93,7 +93,7 @@ def uml_can_run() -> tuple[bool, str]:
         return False, "missing " + ", ".join(missing)
     if uml.find_install() is None:
         return False, "no User-mode Linux kernel installed"
-    return True, ""
+    return uml.ptrace_allowed()
 
 
 #: Each lab kernel's test, by name.

@@ -165,9 +165,6 @@ class QueuePlace:
                 f"({who}); waited {self.waited_s:.0f} s. Two measurements at once would each measure the other.")
 
 
-_held_turns: list[Turn] = []
-
-
 def _queue_dir() -> Path:
     """The queue's folder, made world-writable and sticky by whoever comes first."""
     QUEUE_DIR.mkdir(parents=True, exist_ok=True)
@@ -240,11 +237,7 @@ def exclusive_measurement(on_wait: Callable[[QueuePlace], None] | None = None, *
     dies (a dead holder's ticket is skipped). ``on_wait`` hears where the measurement stands
     whenever that changes; after ``limit_s`` (default :data:`QUEUE_WAIT_S`, or
     $TCPLAB_QUEUE_WAIT) it runs anyway, and the :class:`Turn` it gets says it was not alone,
-    so that its runs are marked disturbed rather than trusted. Nested turns of one process
-    are one."""
-    if _held_turns:  # this process measures already
-        yield _held_turns[-1]
-        return
+    so that its runs are marked disturbed rather than trusted."""
     if limit_s is None:
         limit_s = float(os.environ.get("TCPLAB_QUEUE_WAIT", QUEUE_WAIT_S))
     folder = _queue_dir()
@@ -270,11 +263,7 @@ def exclusive_measurement(on_wait: Callable[[QueuePlace], None] | None = None, *
                 said = place
             time.sleep(poll_s)
         turn.waited_s = time.monotonic() - start
-        _held_turns.append(turn)
-        try:
-            yield turn
-        finally:
-            _held_turns.pop()
+        yield turn
     finally:
         if ticket is not None:
             with contextlib.suppress(OSError):

@@ -158,6 +158,56 @@ def find_install() -> UmlInstall | None:
     return None
 
 
+#: A child asks to be traced and stops; the parent, its tracer, lets it go on: what UML does with
+#: every process it runs. Exit 0 when the host allows it, else the errno of the refusal.
+_PTRACE_PROBE = """
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+child = os.fork()
+if child == 0:
+    if libc.ptrace(0, 0, None, None) != 0:  # PTRACE_TRACEME
+        os._exit(100 + ctypes.get_errno())
+    os.kill(os.getpid(), signal.SIGSTOP)
+    os._exit(0)
+_, status = os.waitpid(child, os.WUNTRACED)
+if os.WIFSTOPPED(status):
+    libc.ptrace(7, child, None, None)  # PTRACE_CONT
+    _, status = os.waitpid(child, 0)
+sys.exit(os.WEXITSTATUS(status))
+"""
+
+
+def ptrace_allowed() -> tuple[bool, str]:
+    """Whether this machine lets a process trace its own children, as the UML kernel must (a
+    container's seccomp profile or ``kernel.yama.ptrace_scope`` = 3 forbid it), and if not, why."""
+    if _ptrace_answer:
+        return _ptrace_answer[0]
+    done = subprocess.run([sys.executable, "-S", "-c", _PTRACE_PROBE], capture_output=True, text=True, timeout=30)
+    if done.returncode == 0:
+        answer = (True, "")
+    else:
+        import errno
+
+        code = done.returncode - 100
+        what = errno.errorcode.get(code, f"exit {done.returncode}")
+        reasons = []
+        try:
+            if Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip() == "3":
+                reasons.append("kernel.yama.ptrace_scope is 3")
+        except OSError:
+            pass
+        status = Path("/proc/self/status").read_text()
+        if any(line.split()[1:] == ["2"] for line in status.splitlines() if line.startswith("Seccomp:")):
+            reasons.append("this process runs under a seccomp filter (a container's profile)")
+        answer = (False, f"no ptrace: the UML kernel traces its own processes, and this machine refused "
+                         f"PTRACE_TRACEME ({what}{'; ' + '; '.join(reasons) if reasons else ''})")
+    _ptrace_answer.append(answer)
+    return answer
+
+
+_ptrace_answer: list[tuple[bool, str]] = []
+
+
 #: Why ``--kernel uml`` was refused where no UML kernel is installed, and how to install one
 #: (a phrase with placeholders, so that a page speaking another language can say it).
 INSTALL_HINT = ("{why}; install it as root with `apt-get install user-mode-linux kmod` (`make setup` does it), "
@@ -240,6 +290,9 @@ class UmlKernel(AgentKernel):
         if install is None:
             raise UmlError(missing_message())
         self.install = install
+        traced, why = ptrace_allowed()
+        if not traced:
+            raise UmlError(why)
         for what, path in (("the kernel", install.binary), ("its modules", install.modules),
                            ("modprobe (package kmod)", install.modprobe), ("Python", python),
                            ("the tcplab package", Path(tcplab.__file__).parent), ("the working folder", Path.cwd())):
