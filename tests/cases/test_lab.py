@@ -68,9 +68,14 @@ def test_auto_mode_is_live_where_the_lab_can_run_else_replay(dirs, monkeypatch):
     lab = CaseLab(CASE, mode="auto", **dirs)
     assert lab.mode == "live" and lab.kernel == "host"
     monkeypatch.setattr("tcplab.lab.kernels.host_can_run", lambda: (False, "not root"))
+    monkeypatch.setattr("tcplab.lab.kernels.userns_can_run", lambda: (True, ""))
+    lab = CaseLab(CASE, mode="auto", **dirs)  # without root, the host's kernel in a user namespace
+    assert lab.mode == "live" and lab.kernel == "userns" and "not root" in lab.kernel_why
+    monkeypatch.setattr("tcplab.lab.kernels.userns_can_run", lambda: (False, "user.max_user_namespaces is 0"))
     monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (True, ""))
-    lab = CaseLab(CASE, mode="auto", **dirs)  # without root, the UML kernel runs the lab
+    lab = CaseLab(CASE, mode="auto", **dirs)  # without either, the UML kernel runs the lab
     assert lab.mode == "live" and lab.kernel == "uml" and "not root" in lab.kernel_why
+    assert "max_user_namespaces" in lab.kernel_why
     monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
     with pytest.raises(ReplayMissing):  # replay chosen, and this fixture case has no recorded data
         CaseLab(CASE, mode="auto", **dirs)
