@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import textwrap
 import time
 import urllib.request
 from pathlib import Path
@@ -20,8 +19,8 @@ import pytest
 
 from tcplab.lab import state
 
-from .conftest import (LEARNERS, PYTHON, ROOT, VENV_BIN, as_learner, free_port, learner_account, learner_processes,
-                       token, wait_gone, wait_http)
+from .conftest import (LEARNERS, ROOT, VENV_BIN, free_port, learner_account, learner_processes, token, wait_gone,
+                       wait_http)
 from .jupyter import ALL_RAN, errors, open_notebook, save, shown, write_lab_settings
 
 pytestmark = [pytest.mark.kernel, pytest.mark.slow]

@@ -90,13 +90,15 @@ def main(argv: Sequence[str]) -> int:
         check = in_lab(doctor.fidelity_check, rtt=args.rtt, rate=args.rate, backend=args.backend)
         result["fidelity"] = {
             "backend": check.backend, "rtt_configured_s": check.rtt_configured,
-            "rtt_measured_s": check.rtt_measured, "rtt_kernel_min_s": check.rtt_kernel_min,
+            "rtt_measured_s": check.rtt_measured, "rtt_loopback_s": check.rtt_loopback,
+            "rtt_kernel_min_s": check.rtt_kernel_min,
             "rate_configured_bps": check.rate_configured, "goodput_bps": check.goodput, "cc": check.cc,
             "rtt_ok": check.rtt_ok, "rate_ok": check.rate_ok,
         }
         if not args.json:
             print(f"fidelity ({check.backend}): RTT configured {format_duration(check.rtt_configured)}, "
                   f"measured over TCP {format_duration(check.rtt_measured)} "
+                  f"less {format_duration(check.rtt_loopback)} of the kernel's own (loopback) "
                   f"(kernel min_rtt {format_duration(check.rtt_kernel_min)}) "
                   f"{'ok' if check.rtt_ok else 'OFF'}")
             print(f"fidelity ({check.backend}): rate configured {format_rate(check.rate_configured)}, "

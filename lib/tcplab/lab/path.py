@@ -203,6 +203,11 @@ class Host:
     def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
         return netns.popen(self.ns, argv, **kwargs)
 
+    def shell(self) -> list[str] | None:
+        """A command that opens a shell in this host's namespace from a user's own shell (None:
+        there is none, the path lives in a UML kernel)."""
+        return netns.command(self.ns, ["bash"])
+
     def run(self, argv: Sequence[str], *, timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess:
         return netns.run(self.ns, argv, timeout=timeout, check=check)
 
@@ -243,6 +248,10 @@ class AgentHost(Host):
 
     def run(self, argv: Sequence[str], *, timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess:
         return self.kernel.call(Host.run, self, argv, timeout=timeout, check=check)
+
+    def shell(self) -> list[str] | None:
+        make = getattr(self.kernel, "shell", None)
+        return make(self.ns) if make is not None else None
 
     def sysctl(self, key: str) -> str:
         return self.kernel.call(Host.sysctl, self, key)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import agent_kernel
-from .agent_kernel import AgentError, AgentKernel, AgentTimeout, RemoteError, run_command  # noqa: F401
+from .agent_kernel import AgentError, AgentKernel, AgentTimeout, run_command  # noqa: F401  (tcplab uml run)
 
 #: Modules the lab cannot do without; a kernel that cannot load one is refused at boot.
 REQUIRED_MODULES = ("veth", "sch_netem", "sch_tbf")

@@ -175,6 +175,24 @@ class UsernsKernel(AgentKernel):
         separate kernel's wait for a CPU as with UML."""
         return None
 
+    def agent_pid(self) -> int | None:
+        """The agent's process id on the host (unshare's child; 1 inside its PID namespace)."""
+        from .state import processes
+
+        unshare = self._record.pgid() if self._record is not None else None
+        return next((pid for pid, fields in processes() if unshare and int(fields[1]) == unshare), None)
+
+    def shell(self, ns: str) -> list[str] | None:
+        """A command that opens a shell in the lab's namespace ``ns`` from the user's own shell:
+        into the user namespace and the agent's mounts, then that network namespace. The
+        shell holds no capability (a user namespace gives none across exec to a non-root
+        uid): enough to look (ss, ip, tc -s), not to change."""
+        pid = self.agent_pid()
+        if pid is None:
+            return None
+        return ["nsenter", "-t", str(pid), "--user", "--mount", "--preserve-credentials",
+                f"--net=/proc/{pid}/root/run/netns/{ns}", "bash"]
+
     def _preflight(self, python: Path) -> None:
         ok, why = probe()
         if not ok:
