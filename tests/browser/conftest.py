@@ -76,11 +76,22 @@ def wait_http(url: str, seconds: float = 90, process: subprocess.Popen | None = 
     raise TimeoutError(f"{url} did not answer within {seconds:.0f} s")
 
 
-def learner_home(tmp_path: Path, account: pwd.struct_passwd) -> Path:
-    """A fresh home for the learner in this test's folder (their Jupyter settings, runs and
-    caches land there and go with it)."""
-    tmp_path.chmod(0o755)
-    home = tmp_path / account.pw_name
+@pytest.fixture
+def shared_tmp():
+    """A folder learners can enter (pytest's own are root's alone), removed after the test."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="tcplab-class-test-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def learner_home(folder: Path, account: pwd.struct_passwd) -> Path:
+    """A fresh home for the learner in ``folder`` (their Jupyter settings, runs and caches
+    land there and go with it)."""
+    home = folder / account.pw_name
     home.mkdir()
     os.chown(home, account.pw_uid, account.pw_gid)
     return home

@@ -54,17 +54,16 @@ def _clean_homes(accounts) -> None:
 
 
 @pytest.fixture
-def hub(tmp_path):
+def hub(tmp_path, shared_tmp):
     if not CHP.exists():
         pytest.fail(f"no configurable-http-proxy at {CHP}: `make setup` installs it from npm")
     accounts = [learner_account(name) for name in LEARNERS]
     _clean_homes(accounts)
-    tmp_path.chmod(0o755)
     released = tmp_path / "release"
     done = subprocess.run([str(VENV_BIN / "tcplab"), "release", CASE[:2], "-o", str(released)], cwd=ROOT,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    settings = tmp_path / "lab-settings"
+    settings = shared_tmp / "lab-settings"  # every learner's JupyterLab reads it
     write_lab_settings(settings)
     port, password, service_token = free_port(), token(), token()
     config = tmp_path / "jupyterhub_config.py"

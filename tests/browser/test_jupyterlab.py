@@ -25,10 +25,10 @@ WORKSHEET = """predictions = {
 
 
 @pytest.fixture
-def jupyterlab(tmp_path):
+def jupyterlab(shared_tmp):
     """JupyterLab run by a learner in a home of their own, on the released case notebooks."""
     account = learner_account(LEARNERS[0])
-    home = learner_home(tmp_path, account)
+    home = learner_home(shared_tmp, account)
     course = home / "tcplab"
     released = subprocess.run(as_learner(account, [str(VENV_BIN / "tcplab"), "release", CASE[:2], "-o", str(course)],
                                          home=home), cwd=ROOT, capture_output=True, text=True)

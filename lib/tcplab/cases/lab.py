@@ -388,22 +388,23 @@ class CaseLab:
 
 
 class _QueueNote:
-    """Where the case waits in the machine's measurement queue (:func:`exclusive_measurement`),
-    said on the terminal and, in a notebook, in the cell while it waits; emptied when the turn
-    comes, so that no page keeps it."""
+    """Where the case waits in the machine's measurement queue (:func:`exclusive_measurement`):
+    in a notebook, in the cell while it waits, emptied when the turn comes so that no page
+    keeps it; elsewhere on stderr. (Not on a notebook kernel's stderr: the kernel sends what
+    its process writes there to the cell, where it would stay.)"""
 
     def __init__(self, case_id: str) -> None:
         self.case_id = case_id
         self.handle: Any = None
 
     def __call__(self, place: QueuePlace) -> None:
-        print(f"{self.case_id}: {place.text()}", file=sys.__stderr__, flush=True)
         try:
             from IPython import get_ipython
             from IPython.display import Markdown, display
         except ImportError:
-            return
-        if get_ipython() is None:
+            get_ipython = None
+        if get_ipython is None or get_ipython() is None:
+            print(f"{self.case_id}: {place.text()}", file=sys.__stderr__, flush=True)
             return
         if self.handle is None:
             self.handle = display(Markdown(place.text()), display_id=True)
