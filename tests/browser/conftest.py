@@ -28,33 +28,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 SCREENSHOTS = ROOT / "reports" / "browser-failures"
-LEARNERS = ("tcplab-learner1", "tcplab-learner2")
-
-
-def learner_account(name: str) -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        pytest.fail(f"no user {name}: `make test-users` (run by `make test`) creates the learners these tests run as")
-
-
-def learner_processes(uid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid and (entry / "stat").read_text().split(") ", 1)[1][0] != "Z":
-                    out.append(int(entry.name))
-            except (OSError, IndexError):
-                continue
-    return out
-
-
-def wait_gone(uid: int, seconds: float = 30) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while (left := learner_processes(uid)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
 
 
 def free_port() -> int:

@@ -19,8 +19,9 @@ import pytest
 
 from tcplab.lab import state
 
-from .conftest import (LEARNERS, ROOT, VENV_BIN, free_port, learner_account, learner_processes, token, wait_gone,
-                       wait_http)
+from learners import LEARNERS, account, processes, wait_gone
+
+from .conftest import ROOT, VENV_BIN, free_port, token, wait_http
 from .jupyter import ALL_RAN, errors, open_notebook, save, shown, write_lab_settings
 
 pytestmark = [pytest.mark.kernel, pytest.mark.slow]
@@ -48,16 +49,16 @@ c.JupyterHub.load_roles = [{{"name": "test-culler", "services": ["test-culler"],
 
 
 def _clean_homes(accounts) -> None:
-    for account in accounts:
+    for learner in accounts:
         for name in LEFT_IN_HOME:
-            shutil.rmtree(Path(account.pw_dir) / name, ignore_errors=True)
+            shutil.rmtree(Path(learner.pw_dir) / name, ignore_errors=True)
 
 
 @pytest.fixture
 def hub(tmp_path, shared_tmp):
     if not CHP.exists():
         pytest.fail(f"no configurable-http-proxy at {CHP}: `make setup` installs it from npm")
-    accounts = [learner_account(name) for name in LEARNERS]
+    accounts = [account(name) for name in LEARNERS]
     _clean_homes(accounts)
     released = tmp_path / "release"
     done = subprocess.run([str(VENV_BIN / "tcplab"), "release", CASE[:2], "-o", str(released)], cwd=ROOT,
@@ -136,8 +137,8 @@ def test_two_learners_on_one_hub_run_a_case_at_once_and_a_culled_server_leaves_n
     assert told is not None, "neither learner was shown their place in the measurement queue"
     for name, page in opened.items():
         page.wait_for_function(ALL_RAN, timeout=600_000, polling=1000)
-        account = next(a for a in hub["accounts"] if a.pw_name == name)
-        notebook = save(page, Path(account.pw_dir) / "tcplab" / f"{CASE}.ipynb")
+        owner = next(a for a in hub["accounts"] if a.pw_name == name)
+        notebook = save(page, Path(owner.pw_dir) / "tcplab" / f"{CASE}.ipynb")
         assert errors(notebook) == [], name
         seen = shown(page)
         assert seen["scores_tables"] == 1 and set(seen["rows"]) <= {"pass", "untrusted"} and seen["rows"], (name, seen)
@@ -147,15 +148,15 @@ def test_two_learners_on_one_hub_run_a_case_at_once_and_a_culled_server_leaves_n
     _run_all(opened[culled.pw_name])
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any("tcplab.lab.agent" in _cmdline(p)
-                                                  for p in learner_processes(culled.pw_uid)):
+                                                  for p in processes(culled.pw_uid)):
         time.sleep(0.3)
-    assert any("tcplab.lab.agent" in _cmdline(p) for p in learner_processes(culled.pw_uid)), \
+    assert any("tcplab.lab.agent" in _cmdline(p) for p in processes(culled.pw_uid)), \
         "the culled learner's lab never started"
     _api(hub, "DELETE", f"/users/{culled.pw_name}/server")
     assert wait_gone(culled.pw_uid, 60) == [], "the culled learner's server, kernel or lab outlived it"
     assert not [t for t in state.queue() if t.uid == culled.pw_uid], "a culled learner's queue ticket stayed"
     # The other learner's server is untouched.
-    assert learner_processes(hub["accounts"][0].pw_uid)
+    assert processes(hub["accounts"][0].pw_uid)
 
 
 def _cmdline(pid: int) -> str:

@@ -10,8 +10,9 @@ import subprocess
 
 import pytest
 
-from .conftest import (LEARNERS, ROOT, VENV_BIN, as_learner, free_port, learner_account, learner_home,
-                       token, wait_gone, wait_http)
+from learners import LEARNERS, account as account_of, wait_gone
+
+from .conftest import ROOT, VENV_BIN, as_learner, free_port, learner_home, token, wait_http
 from .jupyter import errors, open_notebook, run_all, save, shown, write_cell, write_lab_settings
 
 pytestmark = [pytest.mark.kernel, pytest.mark.slow]
@@ -27,7 +28,7 @@ WORKSHEET = """predictions = {
 @pytest.fixture
 def jupyterlab(shared_tmp):
     """JupyterLab run by a learner in a home of their own, on the released case notebooks."""
-    account = learner_account(LEARNERS[0])
+    account = account_of(LEARNERS[0])
     home = learner_home(shared_tmp, account)
     course = home / "tcplab"
     released = subprocess.run(as_learner(account, [str(VENV_BIN / "tcplab"), "release", CASE[:2], "-o", str(course)],

@@ -12,13 +12,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import learners
 import pytest
 
 pytestmark = pytest.mark.kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
-LEARNER = "tcplab-learner1"
+LEARNER = learners.LEARNERS[0]
 HELPERS = Path(__file__).with_name("helpers")
 
 #: What a learner's process sees of the lab's roads, as JSON.
@@ -60,12 +61,7 @@ def seccomp_deny(shared_dir):
 
 @pytest.fixture(scope="module")
 def learner():
-    import pwd
-
-    try:
-        return pwd.getpwnam(LEARNER)
-    except KeyError:
-        pytest.fail(f"no user {LEARNER}: `make test-users` (run by `make test`) creates the learners")
+    return learners.account(LEARNER)
 
 
 def _roads(learner, *prefix: str, env: dict | None = None) -> dict:

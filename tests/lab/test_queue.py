@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 
+import learners
 import pytest
 
 from tcplab.lab import state
@@ -21,7 +22,7 @@ from tcplab.observe.health import judged
 pytestmark = pytest.mark.kernel
 
 PYTHON = sys.executable
-LEARNERS = ("tcplab-learner1", "tcplab-learner2")
+LEARNERS = learners.LEARNERS
 
 #: Takes the machine's turn as its user, says so, holds it until stdin closes (or the limit
 #: passes), and prints every place it was told while waiting, as JSON lines.
@@ -58,13 +59,8 @@ def _end(*processes: subprocess.Popen) -> None:
 
 @pytest.fixture
 def learners():
-    import pwd
-
     for name in LEARNERS:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            pytest.fail(f"no user {name}: `make test-users` (run by `make test`) creates the learners")
+        learners.account(name)
     return LEARNERS
 
 

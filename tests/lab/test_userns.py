@@ -11,49 +11,33 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
+import learners
 import pytest
 
 pytestmark = pytest.mark.kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = Path(sys.executable)
-LEARNER = "tcplab-learner1"
-
-
-def _learner_processes(uid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid and (entry / "stat").read_text().split(") ", 1)[1][0] != "Z":
-                    out.append(int(entry.name))
-            except (OSError, IndexError):
-                continue
-    return out
+LEARNER = learners.LEARNERS[0]
 
 
 @pytest.fixture(scope="module")
 def learner():
     """The learner's account, checked able to read the checkout and its .venv."""
-    try:
-        account = pwd.getpwnam(LEARNER)
-    except KeyError:
-        pytest.fail(f"no user {LEARNER}: `make test-users` (run by `make test`) creates the learners these tests run as")
+    account = learners.account(LEARNER)
     readable = subprocess.run(["runuser", "-u", LEARNER, "--", str(PYTHON), "-c", "import tcplab"], cwd=ROOT,
                               capture_output=True, text=True)
     if readable.returncode != 0:
         pytest.fail(f"{LEARNER} cannot run the checkout's Python ({PYTHON}) from {ROOT}: clone it where other users "
                     f"can read it, and `make setup PYTHON=/usr/bin/python3`.\n{readable.stderr[-600:]}")
     yield account
-    assert _learner_processes(account.pw_uid) == [], "a learner's process outlived its test"
+    assert learners.processes(account.pw_uid) == [], "a learner's process outlived its test"
 
 
 def as_learner(code: str, *args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -194,13 +178,10 @@ def test_the_learners_death_ends_their_lab_and_leaves_nothing(learner):
     """)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     facts = json.loads(child.stdout.readline())
     # the owner, the shepherd, unshare, the agent, its two delay lines, sleep
-    assert len(_learner_processes(learner.pw_uid)) >= 6
+    assert len(learners.processes(learner.pw_uid)) >= 6
     os.kill(facts["owner"], signal.SIGKILL)
     child.wait()
-    deadline = time.monotonic() + 15
-    while _learner_processes(learner.pw_uid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _learner_processes(learner.pw_uid) == [], "the learner's lab outlived its owner"
+    assert learners.wait_gone(learner.pw_uid, 15) == [], "the learner's lab outlived its owner"
     done = subprocess.run(["runuser", "-u", LEARNER, "--", str(PYTHON.with_name("tcplab")), "cleanup"], cwd=ROOT,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
