@@ -78,9 +78,10 @@ def as_learner(account: pwd.struct_passwd, argv: list[str], *, home: Path, env: 
     return ["runuser", "-u", account.pw_name, "--", "env", "-i", *(f"{k}={v}" for k, v in settings.items()), *argv]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def chromium():
-    """A headless Debian chromium through Playwright, for the session."""
+    """A headless Debian chromium through Playwright (its driver and the browser are this
+    test's children, ended with it: the suite checks that no test leaves a process)."""
     from playwright.sync_api import sync_playwright
 
     if not CHROMIUM.exists():
