@@ -17,6 +17,8 @@ Also each kernel's timer: the high-resolution clock event device and its resolut
 (/proc/timer_list), and HZ (from the length of a jiffy, /proc/timer_list).
 
     flock /tmp/tcplab-heavy.lock .venv/bin/python bench/bench_uml_rtt.py [--rtts 0,1,2,5,10,20,50]
+    flock /tmp/tcplab-heavy.lock .venv/bin/python bench/bench_uml_rtt.py --kernels uml --rtts 20 --busy 3
+                                 # → bench/results/uml-rtt-busy.json
 """
 
 from __future__ import annotations
@@ -52,18 +54,28 @@ def _icmp_median_ms(path: NetPath, count: int) -> float | None:
     return float(times.group(1)) if times else None
 
 
-def measure(rtt_ms: float, count: int) -> dict:
-    """One configured RTT, in the kernel this runs in (its own lab backend)."""
-    with NetPath(rtt=f"{rtt_ms}ms", rate="100mbit") as path:
-        loop = fidelity.tcp_rtt(path, count=count, loopback=True)
-        ping_pong = fidelity.tcp_rtt(path, count=count)
-        icmp = _icmp_median_ms(path, count)
-        backend = path.backend
+def measure(rtt_ms: float, count: int, busy: bool = False) -> dict:
+    """One configured RTT, in the kernel this runs in (its own lab backend); with ``busy``, a
+    busy loop at nice 19 runs in that kernel meanwhile (does the offset come from the kernel
+    idling between packets?)."""
+    import subprocess
+
+    spinner = subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", "while True: pass"]) if busy else None
+    try:
+        with NetPath(rtt=f"{rtt_ms}ms", rate="100mbit") as path:
+            loop = fidelity.tcp_rtt(path, count=count, loopback=True)
+            ping_pong = fidelity.tcp_rtt(path, count=count)
+            icmp = _icmp_median_ms(path, count)
+            backend = path.backend
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
     configured = rtt_ms
     app = loop.median * 1e3
     median = ping_pong.median * 1e3
     return {"kernel": kernels.lab_kernel()["kind"], "release": kernels.lab_kernel()["release"], "backend": backend,
-            "rtt_ms": rtt_ms, "median_ms": median, "error_ms": median - configured, "app_ms": app,
+            "busy_loop": busy, "rtt_ms": rtt_ms, "median_ms": median, "error_ms": median - configured, "app_ms": app,
             "kernel_ms": ping_pong.kernel_min_rtt * 1e3 - configured,
             "icmp_ms": None if icmp is None else icmp - configured,
             "residual_ms": median - configured - app,
@@ -76,6 +88,8 @@ def main() -> int:
     parser.add_argument("--rtts", default="0,1,2,5,10,20,50")
     parser.add_argument("--kernels", default="uml,userns,host")
     parser.add_argument("--count", type=int, default=60)
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="also N rounds, alternating, with a nice-19 busy loop in the lab kernel and without")
     args = parser.parse_args()
     rows, timers = [], {}
     for kernel in args.kernels.split(","):
@@ -83,18 +97,22 @@ def main() -> int:
             print(f"  {kernel}: cannot run here, left out", file=sys.stderr)
             continue
         timers[kernel] = kernels.call_in(kernel, timer_facts)
+        plan = [False] + [busy for _ in range(args.busy) for busy in (True, False)]
         for rtt in (float(x) for x in args.rtts.split(",")):
-            row = kernels.call_in(kernel, measure, rtt, args.count)
-            rows.append(row)
+            for busy in plan:
+                row = kernels.call_in(kernel, measure, rtt, args.count, busy)
+                rows.append(row)
             print(f"  {kernel} {row['backend']} {rtt:g} ms: median +{row['error_ms']:.3f}, app {row['app_ms']:.3f}, "
                   f"kernel +{row['kernel_ms']:.3f}, residual {row['residual_ms']:+.3f} ms", file=sys.stderr)
-    print(table(rows, [("kernel", "kernel", ""), ("backend", "backend", ""), ("rtt_ms", "RTT ms", "g"),
+    print(table(rows, [("kernel", "kernel", ""), ("backend", "backend", ""), ("busy_loop", "busy", ""),
+                       ("rtt_ms", "RTT ms", "g"),
                        ("error_ms", "median − RTT", "+.3f"), ("app_ms", "loopback", ".3f"),
                        ("residual_ms", "less loopback", "+.3f"), ("kernel_ms", "min_rtt − RTT", "+.3f"),
                        ("icmp_ms", "ping − RTT", "+.3f"), ("goal_ms", "goal", ".2f")]))
     for kernel, facts in timers.items():
         print(f"{kernel}: {facts}")
-    path = save("uml-rtt", rows, timers=timers, command=" ".join(["bench/bench_uml_rtt.py", *sys.argv[1:]]))
+    name = "uml-rtt-busy" if args.busy else "uml-rtt"
+    path = save(name, rows, timers=timers, command=" ".join(["bench/bench_uml_rtt.py", *sys.argv[1:]]))
     print(f"saved {path}")
     return 0
 

@@ -29,7 +29,7 @@ import pandas as pd
 from ..course import PROFILES
 from ..experiment import Experiment, RunPlan, reusable_run
 from ..lab import NetPath, PathSpec
-from ..lab.kernels import AGENT_KERNELS, CAN_RUN, call_in, choose_mode, held_in, path_kernel
+from ..lab.kernels import AGENT_KERNELS, CAN_RUN, call_in, choose_mode, held_in, on_kernel
 from ..lab.state import QueuePlace, Turn, exclusive_measurement
 from ..observe import ObserveSpec
 from ..observe.health import group_run_delay, health_around, judged, reasons_of, wait_share
@@ -142,10 +142,9 @@ class CaseLab:
         a path a user namespace cannot make (a host-global setting) on the UML kernel, and the
         page says why (:meth:`environment`)."""
         if self.kernel in AGENT_KERNELS and spec.kernel is None:
-            choice = path_kernel(spec, self.kernel)
-            if choice.why:
-                self._moved.add(choice.why)
-            return spec.replaced(kernel=choice.kernel)
+            spec, why = on_kernel(spec, self.kernel)
+            if why:
+                self._moved.add(why)
         return spec
 
     def kernels_side_by_side(self) -> tuple[list[str], str]:

@@ -186,6 +186,23 @@ def path_kernel(spec: Any, kernel: str | None) -> KernelChoice:
                                "the UML kernel, which has its own")
 
 
+def on_kernel(spec: Any, kernel: str | None) -> tuple[Any, str]:
+    """``spec`` as a lab whose kernel is ``kernel`` runs it, and why where it runs elsewhere:
+    the kernel of :func:`path_kernel` written into it. A path sent from a user namespace to
+    the UML kernel takes the host's buffer limits along (``wmem_max``, ``rmem_max``, unless
+    the spec sets them), so that it meets the limits the case read and planned its buffers by
+    (the host's), not UML's stock ones."""
+    choice = path_kernel(spec, kernel)
+    if kernel == "userns" and choice.kernel == "uml":
+        from . import sysctl
+
+        own = {sysctl.key_of(k) for k in spec.host}
+        limits = {key: value for key in sysctl.BUFFER_LIMIT_KEYS
+                  if key not in own and (value := sysctl.read_or_empty(key))}
+        spec = spec.replaced(host={**limits, **spec.host})
+    return spec.replaced(kernel=choice.kernel), choice.why
+
+
 def host_global_needs(spec: Any) -> dict[str, tuple[str, str]]:
     """{key: (wanted, in force)} for each host-global setting a path of ``spec`` would change
     here: read on this machine now (any user may read them)."""
@@ -277,12 +294,22 @@ class InKernel:
 @contextlib.contextmanager
 def held_in(kernel: str | None, factory: Callable[..., ContextManager[Any]], *args: Any) -> Iterator[Any]:
     """``factory(*args)``, a context manager, entered in the lab kernel ``kernel`` for the
-    ``with`` block: what it gives here, or in a lab kernel of its own its :class:`InKernel` stand-in."""
+    ``with`` block: what it gives here, or in a lab kernel of its own its :class:`InKernel`
+    stand-in. In a user namespace's lab it is held in the UML kernel too, where one can run:
+    the paths a user namespace cannot make run there (:func:`path_kernel`), and what a case
+    holds (another application's TCP memory, say) belongs beside its runs."""
     if kernel not in AGENT_KERNELS:
         with factory(*args) as entered:
             yield entered
         return
-    shared = agent_of(kernel)
+    with contextlib.ExitStack() as stack:
+        if kernel == "userns" and uml_can_run()[0]:
+            stack.enter_context(_held_by(agent_of("uml"), "uml", factory, args))
+        yield stack.enter_context(_held_by(agent_of(kernel), kernel, factory, args))
+
+
+@contextlib.contextmanager
+def _held_by(shared: Any, kernel: str, factory: Callable[..., ContextManager[Any]], args: tuple) -> Iterator[Any]:
     ident = shared.call(hold, factory, args)
     try:
         yield InKernel(ident, getattr(factory, "__name__", repr(factory)), TITLES[kernel])

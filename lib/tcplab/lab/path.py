@@ -306,11 +306,12 @@ class NetPath:
         self.stop()
 
     def start(self) -> "NetPath":
-        from .kernels import AGENT_KERNELS, agent_kind, choose_kernel, path_kernel, privileged
+        from .kernels import AGENT_KERNELS, agent_kind, choose_kernel, on_kernel, privileged
 
         self.kernel = choose_kernel(self.spec.kernel).kernel or "host"
-        if self.spec.kernel is None:  # auto: what a user namespace cannot make runs in UML
-            self.kernel = path_kernel(self.spec, self.kernel).kernel or "host"
+        if self.spec.kernel is None and self.kernel == "userns":  # auto: what it cannot make runs in UML
+            self.spec, _ = on_kernel(self.spec, self.kernel)
+            self.kernel = self.spec.kernel
         if self.kernel in AGENT_KERNELS:
             return self._start_in_agent(self.kernel)
         if not privileged():
