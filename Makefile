@@ -7,7 +7,7 @@ PYTHON      ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo
 VENV        := .venv
 PY          := $(VENV)/bin/python
 TCPLAB      := $(VENV)/bin/tcplab
-# Report selection; see README "Making reports".
+# Report selection; see docs/course.md, "Making reports".
 CASES       ?= all
 PROFILE     ?= quick
 EDITION     ?= instructor
@@ -16,8 +16,8 @@ KERNEL      ?= auto
 FRESH       ?= 0
 # EXERCISES=skip runs each case without its exercises (a quicker check of a kernel).
 EXERCISES   ?= run
-# The pages' language: `make report LANG=zh` (a strings file in lib/tcplab/strings/; see README
-# "Translations (zh)"). LANG from the environment is the locale, not a choice of language for the
+# The pages' language: `make report LANG=zh` (a strings file in lib/tcplab/strings/; see
+# docs/translating.md). LANG from the environment is the locale, not a choice of language for the
 # course: only LANG given on the command line counts, and the recipes then get a UTF-8 locale back.
 ifeq ($(origin LANG),command line)
 REPORT_LANG := $(LANG)
@@ -26,15 +26,17 @@ else
 REPORT_LANG :=
 endif
 # Where `make report` writes (REPORTS_DIR), one shard of the course (SHARD=2/4), and the shards'
-# directories `make merge` renders from (SHARDS="dir1 dir2 …"); see README "Across machines".
+# directories `make merge` renders from (SHARDS="dir1 dir2 …"); see docs/course.md, "Across machines".
 REPORTS_DIR ?= reports
 SHARD       ?=
 SHARDS      ?=
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k path -x"
 PYTEST_ARGS ?=
 # The lab's own tests, run again inside the UML kernel (booting UML inside UML is not among them,
-# nor learners' user namespaces: those are the host kernel's road without root).
-UML_LAB_TESTS := tests/lab tests/traffic tests/observe --ignore=tests/lab/test_uml.py --ignore=tests/lab/test_userns.py
+# nor what a learner meets on the host: user namespaces, the roads' faults and the machine-wide
+# measurement queue are the host's, and their learners run UML themselves where they need it).
+UML_LAB_TESTS := tests/lab tests/traffic tests/observe --ignore=tests/lab/test_uml.py --ignore=tests/lab/test_userns.py \
+                 --ignore=tests/lab/test_lab_faults.py --ignore=tests/lab/test_queue.py
 
 # System tools the lab, the captures and the PDF rendering call.
 APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark tcptrace iputils-ping procps curl iperf3 \
@@ -52,7 +54,7 @@ help:
 	@echo "make release  the notebooks students run, in release/: no answers, no outputs (CASES=, LANG=zh)"
 	@echo "make bench    fidelity, capture overhead, pcap engine and report timings"
 	@echo "make replay-data  rerun every case live and ship its runs in data/replay/ (maintainers)"
-	@echo "make jupyter  JupyterLab on the notebooks with the project's kernel"
+	@echo "make jupyter  JupyterLab on the course (course/) with the project's kernel"
 	@echo "make doctor   what this machine can do; make cleanup   remove leftovers of killed runs"
 
 setup: system-packages $(VENV)/.installed $(CHP)
@@ -127,7 +129,7 @@ stress: setup
 	$(PY) bench/stress_course.py
 
 jupyter: setup
-	$(VENV)/bin/jupyter lab --allow-root --ip=127.0.0.1 --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --allow-root --ip=127.0.0.1 --notebook-dir=course
 
 doctor: setup
 	$(TCPLAB) doctor

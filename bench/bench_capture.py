@@ -20,7 +20,7 @@ from common import run_alone, save, table
 from tcplab.experiment import Experiment
 from tcplab.lab import NetPath
 from tcplab.observe import ObserveSpec
-from tcplab.traffic import WORKLOADS
+from tcplab.traffic import WORKLOADS, AppResult
 
 GOAL = 0.03
 
@@ -46,9 +46,10 @@ def measure(size: str, rounds: int, intervals: list[int]) -> list[dict]:
         for round_ in range(rounds):
             for name, spec in configs.items():
                 run = Experiment(path, workload, case="bench", runs_dir=runs_dir, observe=spec).run()
-                goodputs[name].append(run.app.goodput_bps)
+                goodput = AppResult.of_run(run).goodput_bps
+                goodputs[name].append(goodput)
                 samples[name].append(run.observe.get("telemetry", {}).get("samples", 0))
-                print(f"  round {round_ + 1} {name}: {run.app.goodput_bps / 1e6:.1f} Mbit/s", file=sys.stderr)
+                print(f"  round {round_ + 1} {name}: {goodput / 1e6:.1f} Mbit/s", file=sys.stderr)
         backend = path.backend
     base = statistics.median(goodputs["none"])
     rows = []

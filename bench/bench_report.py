@@ -41,7 +41,7 @@ def main() -> None:
         stages.append(("pdf (1 case)", time.perf_counter() - start))
         start = time.perf_counter()
         build_report([Case(f"c{i}", notebook=FIXTURE) for i in range(args.cases)],
-                     notebooks_dir=FIXTURE.parent, reports_dir=out / "all", progress=False)
+                     reports_dir=out / "all", progress=False)
         stages.append((f"build_report ({args.cases} cases, html+pdf)", time.perf_counter() - start))
     for name, seconds in stages:
         print(f"{name:<40} {seconds:7.2f} s")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,14 @@ def leaves_nothing_behind(request):
 def root():
     if os.geteuid() != 0:
         pytest.fail("kernel tests need root: run `make test` as root")
+
+
+@pytest.fixture(scope="session")
+def replay_report(tmp_path_factory):
+    """The whole course from its shipped replay data, HTML only: one run for every test that reads
+    a replayed course (its pages, and the reference run a class's worksheets are graded against)."""
+    reports = tmp_path_factory.mktemp("replay")
+    out = subprocess.run([sys.executable, "-m", "tcplab.commands", "report", "--cases", "all", "--mode", "replay",
+                          "--formats", "html", "--reports-dir", str(reports)], capture_output=True, text=True,
+                         timeout=60 * 60)
+    return out, reports

@@ -1,8 +1,8 @@
 """The bad-input matrix: every way in (``tcplab run --set``, ``tcplab lab``, ``tcplab report``,
-``make report``, ``tcplab diagnose``, ``tcplab grade``, ``tcplab release``, a notebook's parameters through papermill ``-p``) refuses
+``make report``, ``tcplab diagnose``, ``tcplab release``, a notebook's parameters through papermill ``-p``) refuses
 a bad value with the parameter's name and what it accepts, exits with the bad-input code,
 and touches nothing: no run record, no report directory, and (the autouse fixture of
-conftest.py) no namespace, qdisc, iptables rule, sysctl or process. The README's table of
+conftest.py) no namespace, qdisc, iptables rule, sysctl or process. docs/testing.md's table of
 exit codes and this table belong together.
 """
 
@@ -16,6 +16,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
+from tcplab.course import room
 
 ROOT = Path(__file__).resolve().parents[1]
 TCPLAB = str(Path(sys.executable).with_name("tcplab"))
@@ -32,17 +34,6 @@ def _not_a_capture(tmp: Path) -> Path:
     path = tmp / "notes.pcap"
     path.write_text("these are notes, not packets\n")
     return path
-
-
-def _a_worksheet(tmp: Path, name: str, prediction: str) -> str:
-    """A student's case notebook, not executed, whose worksheet predicts one check as written."""
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell('case_id = "01-send-buffer"', metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell(f'predictions = {{"getsockopt after SO_SNDBUF 16KB": {prediction}}}',
-                                          metadata={"tags": ["worksheet"]})]
-    path = tmp / f"{name}.ipynb"
-    nbformat.write(nb, str(path))
-    return str(path)
 
 
 # (surface, arguments, the parameter named, a piece of what it accepts)
@@ -98,11 +89,14 @@ MATRIX = [
     ("diagnose", ["{capture}", "--flow", "99"], "--flow", "a flow number from 0"),
     ("diagnose", ["{capture}", "--t-range", "5:1"], "--t-range", "A < B"),
     ("diagnose", ["{capture}", "--t-range", "soon"], "--t-range", "A:B in seconds"),
-    ("grade", ["{code_worksheet}"], "NOTEBOOK", "one code cell tagged \"worksheet\" holding only predictions"),
-    ("grade", ["{worksheet}", "--scores", "/nonexistent/summary.json"], "--scores", "the summary.json that tcplab"),
     ("release", ["99"], "CASES", "numbers/names of"),
     ("release", ["01", "--language", "xx"], "--language", "one of en"),
     ("release", ["01", "-o", "{a_file}"], "--output", "a folder for the students' notebooks"),
+    ("release", ["01", "--reference", "/nonexistent/summary.json"], "--reference", "only with --assignment NAME"),
+    ("release", ["01", "--assignment", "week 1", "--reference", "/nonexistent/summary.json"], "--assignment",
+     "a name of letters, digits"),
+    ("release", ["01", "--assignment", "week1", "--reference", "/nonexistent/summary.json"], "--reference",
+     "the summary.json that tcplab report writes"),
     ("papermill", ["00-path-check", "rtt", "-5ms"], "rtt", "from 0 ms to 20 s"),
     ("papermill", ["00-path-check", "profile", "huge"], "profile", "one of quick, full"),
     ("papermill", ["03-bdp-sweep", "mode", "sometimes"], "mode", "one of auto, live, replay"),
@@ -120,15 +114,10 @@ def _command(surface: str, args: list[str], tmp: Path) -> list[str]:
     if surface == "papermill":
         notebook, name, value = args
         return [sys.executable, "-m", "papermill", "--no-progress-bar", "--log-level", "ERROR",
-                str(ROOT / "notebooks" / f"{notebook}.ipynb"), str(tmp / "out.ipynb"), "-p", name, value]
+                str(room(notebook).notebook), str(tmp / "out.ipynb"), "-p", name, value]
     if surface == "diagnose":
         fill = {"capture": str(_a_capture()), "not_a_capture": str(_not_a_capture(tmp))}
         args = [a.format(**fill) for a in args]
-    if surface == "grade":
-        fill = {"worksheet": _a_worksheet(tmp, "student", "32768"),
-                "code_worksheet": _a_worksheet(tmp, "sly", 'os.system("id")')}
-        # -o: into the folder the test checks was never made.
-        return [TCPLAB, surface, *(a.format(**fill) for a in args), "-o", reports]
     if surface == "release":
         if "-o" in args:  # a file where the folder should be
             (tmp / "notes.txt").write_text("")
@@ -183,7 +172,7 @@ ZH_MATRIX = [
     ("run", ["bulk", "--set", "colour=red"], "colour", "路径参数：backend"),
     ("report", ["--language", "zh", "--shard", "13/13"], "--shard", "I/N，且 N 不超过所选的 12 个案例"),
     ("report", ["--language", "zh", "--merge", "/nonexistent/shard-1"], "--merge", "其中没有 summary.json"),
-    ("grade", ["{code_worksheet}"], "NOTEBOOK", "是代码，不是字面量；worksheet 只被读取，从不运行"),
+    ("release", ["01", "--assignment", "week1"], "--reference", "tcplab report 的 summary.json，或每个案例执行过的笔记本"),
     ("i18n", ["check", "--language", "en"], "--language", "译文的语言（英文是源文本）"),
     ("uml", ["run"], "command", "-- 之后的命令"),
 ]
@@ -203,5 +192,5 @@ def test_a_command_speaking_chinese_refuses_in_chinese(tmp_path, surface, args, 
 
 def test_the_matrix_covers_every_surface_and_enough_inputs():
     surfaces = {m[0] for m in MATRIX}
-    assert surfaces == {"run", "lab", "report", "make", "diagnose", "grade", "release", "papermill"} and len(MATRIX) >= 25
+    assert surfaces == {"run", "lab", "report", "make", "diagnose", "release", "papermill"} and len(MATRIX) >= 25
     assert len({json.dumps(m[:2]) for m in MATRIX}) == len(MATRIX)  # no input twice

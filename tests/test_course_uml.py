@@ -6,7 +6,7 @@ their runs score nothing and took a third of this leg's time, and the host leg r
 live (``test_course``); every cell they leave unrun says so on the page.
 
 ``UML_CASES`` are the cases whose scored checks are about the kernel rather than the line
-rate; the README's table says what the others do there and why they are not in this leg.
+rate; docs/lab-kernels.md's table says what the others do there and why they are not in this leg.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tcplab.lab import uml
 #: day: on 2026-11-27, quiet, it forwarded 58 Mbit/s in case 00's path check (floor 86.1),
 #: cubic's lossless steady rate read 6.3 MB/s in 06 (floor 9.0) and 56 Mbit/s in 07 (floor
 #: 71.7), with no run waiting for a CPU. They run live in the host leg (``test_course``) and in
-#: UML on demand (``make report KERNEL=uml``); the README's table says what each does there.
+#: UML on demand (``make report KERNEL=uml``); docs/lab-kernels.md's table says what each does there.
 UML_CASES = ("01-send-buffer", "02-receive-buffer", "04-nagle-delayed-ack", "05-zero-window", "09-tcp-mem",
              "10-rate-limiting", "11-reading-ss")
 #: These cases without their exercises took 1004 s of notebook time in UML on 2026-11-27 (the

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tcplab import i18n, plots
+from tcplab import course, i18n, plots
 from tcplab.analysis import theory
 from tcplab.cases import replay, sweep
 from tcplab.cases.variants import VariantTable
@@ -21,7 +21,8 @@ from tcplab.lab import kernels, sysctl, uml
 from tcplab.lab.link import LinkShape, choose_backend
 from tcplab.lab.path import PathSpec
 from tcplab.observe import ObserveSpec
-from tcplab.report import grading, shards
+from tcplab.report import autograde, grading, release, shards
+from tcplab.report.worksheet import read_worksheet
 from tcplab.traffic import Bulk, Slowreader
 from tcplab.units import ParameterError
 from tcplab.words import speaking
@@ -38,7 +39,7 @@ ALLOWED = {
     # kernels, sysctls, qdiscs, files and formats
     "net", "core", "ipv", "rmem_max", "wmem_max", "tcp_mem", "tcp_allowed_congestion_control", "sysctl", "qdisc",
     "sch_netem", "UML", "User", "Linux", "Debian",
-    "json", "summary", "ipynb", "en", "zh", "Markdown", "JSON", "scores", "None",
+    "json", "summary", "ipynb", "en", "zh", "Markdown", "JSON", "scores", "None", "nbgrader", "id",
     # units
     "ms", "s", "KB", "MB", "GB", "p", "bytes",
 }
@@ -72,23 +73,6 @@ def _library_says(call, *args) -> str:
     raise AssertionError("it did not raise")
 
 
-def _syntax_error(source: str) -> str:
-    """What Python says of source that does not parse ("" when it does)."""
-    try:
-        compile(source, "worksheet", "exec")
-    except SyntaxError as exc:
-        return exc.msg
-    return ""
-
-
-def _notebook(tmp: Path, name: str, cells: list) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = cells
-    path = tmp / f"{name}.ipynb"
-    nbformat.write(nb, str(path))
-    return path
-
-
 def _shard_dir(tmp: Path, name: str, *, index: int, count: int, profile: str = "quick") -> Path:
     folder = tmp / name
     folder.mkdir()
@@ -101,43 +85,27 @@ def _shard_dir(tmp: Path, name: str, *, index: int, count: int, profile: str = "
 def _refusals(tmp: Path, monkeypatch) -> dict[str, tuple[ParameterError, tuple]]:
     """One refusal of each kind, by a short name: (the error, what it quotes from a library)."""
     out: dict[str, tuple[ParameterError, tuple]] = {}
-    code = nbformat.v4.new_code_cell
-    # grading: notebooks and --scores
-    out["grade: no such notebook"] = _refused(grading.read_notebook, tmp / "absent.ipynb"), ()
-    bad = tmp / "bad.ipynb"
-    bad.write_text("not json")
-    out["grade: not a notebook"] = (_refused(grading.read_notebook, bad),
-                                    (_library_says(nbformat.read, str(bad), 4), "NotJSONError"))
-    untagged = nbformat.read(str(_notebook(tmp, "untagged", [code("x = 1")])), as_version=4)
-    out["grade: no worksheet"] = _refused(grading.read_predictions, untagged, path="s.ipynb"), ()
-    twice = nbformat.v4.new_notebook()
-    twice.cells = [code("predictions = {}", metadata={"tags": ["worksheet"]}),
-                   code("predictions = {}", metadata={"tags": ["worksheet"]})]
-    out["grade: two worksheets"] = _refused(grading.read_predictions, twice, path="s.ipynb"), ()
-    markdown = nbformat.v4.new_notebook()
-    markdown.cells = [nbformat.v4.new_markdown_cell("predictions", metadata={"tags": ["worksheet"]})]
-    out["grade: worksheet in markdown"] = _refused(grading.read_predictions, markdown, path="s.ipynb"), ()
-    for name, source in (("code", 'predictions = {"a": os.getcwd()}'), ("no parse", "predictions = {"),
-                         ("other code", "import os"), ("twice", "predictions = {}\npredictions = {}"),
-                         ("not a dict", "predictions = [1]"), ("unpacks", "predictions = {**other}"),
-                         ("key", "predictions = {1: 2}"), ("check twice", 'predictions = {"a": 1, "a": 2}'),
-                         ("a list", 'predictions = {"a": [1]}'), ("infinite", 'predictions = {"a": 1e999}')):
-        sheet = nbformat.v4.new_notebook()
-        sheet.cells = [code(source, metadata={"tags": ["worksheet"]})]
-        # The student's check name, Python's own words on what does not parse and a type's name stay.
-        out[f"worksheet: {name}"] = (_refused(grading.read_predictions, sheet, path="s.ipynb"),
-                                     ("'a'", "list", _syntax_error(source)))
-    out["grade: no such --scores"] = _refused(grading.read_measurements, tmp / "absent.json"), ()
+    # grading: the class's reference, and a release that would overwrite a student's work
+    out["grade: no such --reference"] = _refused(grading.read_references, [tmp / "absent.json"]), ()
     neither = tmp / "neither.json"
     neither.write_text("[1, 2]")
     out["grade: neither summary nor scores"] = _refused(grading.read_measurements, neither), ()
     unreadable = tmp / "unreadable.json"
     unreadable.write_text("{")
-    out["grade: unreadable --scores"] = (_refused(grading.read_measurements, unreadable),
-                                         (_library_says(json.loads, "{"), "JSONDecodeError"))
+    out["grade: unreadable --reference"] = (_refused(grading.read_measurements, unreadable),
+                                            (_library_says(json.loads, "{"), "JSONDecodeError"))
     empty = tmp / "empty.json"
     empty.write_text(json.dumps({"cases": []}))
     out["grade: no measured checks"] = _refused(grading.read_measurements, empty), ()
+    worksheet = read_worksheet(course.room("04-nagle-delayed-ack"))
+    out["release: an item not measured"] = (_refused(autograde.scoring_cells, worksheet, {}, "zh", "x.ipynb", "s.json"),
+                                            (*(i.check for i in worksheet.items), worksheet.case_id))
+    out["release: no reference"] = _refused(release.release_course, ["04-nagle-delayed-ack"], tmp / "c", "w1", []), ()
+    out["release: assignment"] = _refused(release.release_course, ["04-nagle-delayed-ack"], tmp / "c", "w 1", ["s"]), ()
+    worked = tmp / "worked"
+    worked.mkdir()
+    (worked / "04-nagle-delayed-ack.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
+    out["release: a student's notebook"] = _refused(release.release, ["04-nagle-delayed-ack"], worked), ()
     # report shards
     out["shard: not I/N"] = _refused(shards.Shard.parse, "two"), ()
     out["shard: more shards than cases"] = _refused(shards.Shard(3, 3).pick, ["01", "02"]), ()
@@ -216,10 +184,11 @@ def test_refusals_of_each_area_are_chinese_sentences(refusals):
     """What they say, word for word where it matters: grading, report shards, i18n, the UML
     kernel, the lab's sysctls and links, a worksheet."""
     said = {name: str(exc) for name, (exc, _) in refusals.items()}
-    assert said["grade: no worksheet"] == (
-        "NOTEBOOK：不接受 's.ipynb'（没有单元格带有 worksheet 标签）；可接受：一个带有 \"worksheet\" 标签、"
-        "只含 predictions = {\"check name\": 数值、字符串或 None, ...} 的代码单元格")
-    assert said["grade: two worksheets"].startswith("NOTEBOOK：不接受 's.ipynb'（2 个单元格带有 worksheet 标签：cell 1, cell 2）")
+    assert said["release: no reference"] == (
+        "--reference：不接受 ''（nbgrader 发布要按全班的参考运行评分）；可接受：tcplab report 的 summary.json，"
+        "或每个案例执行过的笔记本")
+    assert "（其中有 " in said["release: a student's notebook"] and "它有输出、填写过的预测表，或者不是发布的笔记本" in \
+        said["release: a student's notebook"]
     assert "（其中没有测得的检查项）；可接受：已执行的案例笔记本（.ipynb），或 tcplab report 写出的 summary.json" in \
         said["grade: no measured checks"]
     assert said["shard: not I/N"] == ("--shard：不接受 'two'；可接受：I/N，且 1 <= I <= N，例如 2/4"
@@ -229,7 +198,7 @@ def test_refusals_of_each_area_are_chinese_sentences(refusals):
     assert "（它的配置为 'full'）；可接受：同一次运行的分片（配置与 " in said["merge: another profile"]
     assert "（它是分片 2/3）；可接受：同一次划分为 2 份的分片" in said["merge: another split"]
     assert said["i18n: English"] == "--language：不接受 'en'；可接受：译文的语言（英文是源文本）"
-    assert said["i18n: unknown key"] == "key：不接受 'error.no such phrase'；可接受：en.json 和 zh.json 中都有的键"
+    assert said["i18n: unknown key"] == "key：不接受 'error.no such phrase'；可接受：同一个词语文件夹里 en.json 和 zh.json 中都有的键"
     assert said["kernel: uml missing"] == ("kernel：不接受 'uml'（没有安装 User-mode Linux 内核；以 root 身份用 "
                                           "`apt-get install user-mode-linux kmod` 安装（`make setup` 会做这一步），或不用 root，"
                                           f"用 `tcplab uml fetch` 把同样的 Debian 软件包解包到 {uml.cache_dir()}）；可接受：host 或 auto")
@@ -240,21 +209,15 @@ def test_refusals_of_each_area_are_chinese_sentences(refusals):
     assert said["link: queue below a frame"] == ("queue：不接受 '100B'（小于一个 1514 字节的帧）；"
                                                  "可接受：报文个数（100、100p）或大小（64KB）；至少一个报文")
     assert said["theory: whole"] == "mss：不接受 0（超出范围）；可接受：整数，范围 1 至 65535（字节）"
-    assert said["worksheet: code"] == (
-        "NOTEBOOK：不接受 's.ipynb'（它的 worksheet 单元格（cell 1）：'a' 的值（第 1 行）是代码，不是字面量；"
-        "worksheet 只被读取，从不运行）；可接受：一个带有 \"worksheet\" 标签、只含 predictions = "
-        "{\"check name\": 数值、字符串或 None, ...} 的代码单元格")
-    assert "第 1 行是 predictions = {...} 以外的代码" in said["worksheet: other code"]
 
 
 def test_english_refusals_keep_their_words(tmp_path):
     """The phrases are keys now; an English refusal reads as the code writes it."""
-    sheet = nbformat.v4.new_notebook()
-    sheet.cells = [nbformat.v4.new_code_cell("import os", metadata={"tags": ["worksheet"]})]
     with speaking("en"), pytest.raises(ParameterError) as info:
-        grading.read_predictions(sheet, path="s.ipynb")
-    assert "(its worksheet cell (cell 1): line 1 is code other than predictions = {...}; the worksheet is read, " \
-           "never run); accepted: one code cell tagged" in str(info.value)
+        release.release_course(["04-nagle-delayed-ack"], tmp_path / "c", "week1", [])
+    assert str(info.value) == ("--reference: '' is not accepted (an nbgrader release scores against the class's "
+                               "reference run); accepted: a summary.json of tcplab report or an executed notebook of "
+                               "each case")
     with speaking("en"), pytest.raises(ParameterError) as info:
         shards.Shard(3, 3).pick(["01", "02"])
     assert str(info.value) == ("--shard: '3/3' is not accepted (a shard would have no case); "

@@ -14,7 +14,8 @@ from tcplab.commands.run import split_settings
 from tcplab.experiment import Experiment, ExperimentFailed
 from tcplab.lab import NetPath
 from tcplab.runs import list_runs
-from tcplab.traffic import WORKLOADS
+from tcplab.analysis.packets import read_packets
+from tcplab.traffic import WORKLOADS, AppResult
 from tcplab.units import ParameterError
 
 TCPLAB = Path(sys.executable).with_name("tcplab")
@@ -26,9 +27,10 @@ def test_slow_reader_shows_zero_window_and_a_full_receive_queue(root, tmp_path):
                                        port=5351)
     with NetPath(rtt="10ms", rate="50mbit") as path:
         run = Experiment(path, workload, case="slow", runs_dir=tmp_path).run()
-    assert run.status == "complete" and run.app.ok and run.app.bytes == 1 << 20
+    app = AppResult.of_run(run)
+    assert run.status == "complete" and app.ok and app.bytes == 1 << 20
     assert run.pcap == run.dir / "server-eth0.pcap"  # the sender's side, by default
-    packets = run.packets().packets
+    packets = read_packets(run.pcap).packets
     assert packets.zero_window.any()
     assert len(packets) == run.observe["capture"][0]["captured"]
     client = run.telemetry[(run.telemetry.side == "client") & (run.telemetry.state == "ESTAB")]
@@ -108,7 +110,8 @@ def test_hanging_workload_is_recorded_failed_with_logs(root, tmp_path):
     assert listed.dir == run.dir and listed.status == "failed"
     assert "WorkloadTimeout" in run.error
     assert {"server.log", "client.log", "error.log"} <= set(os.listdir(run.dir / "logs"))
-    assert run.app is not None and not run.app.ok
+    app = AppResult.of_run(run)
+    assert app is not None and not app.ok
     # What was observed before the timeout is kept.
-    assert run.pcap is not None and run.packets().packets.zero_window.any()
+    assert run.pcap is not None and read_packets(run.pcap).packets.zero_window.any()
     assert not run.telemetry.empty

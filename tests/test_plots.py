@@ -437,8 +437,9 @@ def test_lines_of_a_sweep_measured_at_the_same_point_both_show():
 def test_case_figures_of_recorded_runs():
     """Cases 05, 07 and 10 as shipped: the zero-window graph sized to the episode, the ceiling
     plot with every line named, the pacer's panel spanning its reading time."""
-    from tcplab.cases import pacing, windows
-    from tcplab.cases import zerowindow as zw
+    from tcplab.cases import pacing
+    from tcplab.rooms import windows
+    from tcplab.rooms import zerowindow as zw
     from tcplab.cases.replay import replay_root
     from tcplab.cases.trial import Trial
     from tcplab.runs import load_run

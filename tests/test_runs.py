@@ -136,6 +136,7 @@ def test_environment_names_versions_and_tools():
 
 @pytest.mark.kernel
 def test_reload_and_reanalyse_a_captured_run(root, tmp_path):
+    from tcplab.analysis.packets import read_packets
     from tcplab.lab import NetPath
     from tcplab.observe.capture import Capture, points_for
 
@@ -152,7 +153,7 @@ def test_reload_and_reanalyse_a_captured_run(root, tmp_path):
     run = load_run(writer.dir)
     assert run.status == "complete" and run.pcap == run.dir / "server-eth0.pcap"
     assert run.sysctls["server"]["net.ipv4.tcp_congestion_control"]
-    packets = run.packets().packets
+    packets = read_packets(run.pcap).packets
     assert len(packets) == run.observe["capture"][0]["captured"]
     assert packets.len.sum() == 100_000
 
@@ -169,17 +170,18 @@ def test_every_shipped_record_rebuilds_its_parameter_sets_with_the_same_key():
     from tcplab.experiment import run_params
     from tcplab.lab import PathSpec
     from tcplab.observe import ObserveSpec
-    from tcplab.traffic import WORKLOADS
+    from tcplab.traffic import WORKLOADS, Workload
 
     records = [load_run(d) for d in _shipped_records()]
     assert len(records) > 50
     kinds = set()
     for run in records:
-        assert isinstance(run.spec, PathSpec) and isinstance(run.observe_spec, ObserveSpec)
-        assert isinstance(run.workload, WORKLOADS[run.params["workload"]["name"]])
-        rebuilt = run_params(run.spec, run.workload, run.observe_spec, run.params.get("repetition", 1))
+        spec, workload, observe = PathSpec.of_run(run), Workload.of_run(run), ObserveSpec.of_run(run)
+        assert isinstance(spec, PathSpec) and isinstance(observe, ObserveSpec)
+        assert isinstance(workload, WORKLOADS[run.params["workload"]["name"]])
+        rebuilt = run_params(spec, workload, observe, run.params.get("repetition", 1))
         assert key_of(rebuilt) == key_of(run.params), run.dir
-        kinds.add(run.workload.name)
+        kinds.add(workload.name)
     assert {"bulk", "reqresp", "slowreader"} <= kinds
 
 
@@ -192,8 +194,12 @@ def test_a_record_from_another_kernel_loads_and_says_what_it_ran(tmp_path):
               "workload": {"name": "reqresp", "cc": "no-such-cc", "request_size": 4000, "response_size": 10},
               "observe": {"capture": "sender"}}
     run = RunWriter("case-k", params, runs_dir=tmp_path).finish()
-    assert run.spec.cc == "no-such-cc" and run.spec.sysctls == {"net.ipv4.tcp_no_such_knob": 1}
-    assert run.spec.to_client.loss == 5.0 and run.spec.to_server is None  # only the odd direction
-    assert run.workload.sender() == "client" and run.workload.receiver() == "server"
+    from tcplab.lab import PathSpec
+    from tcplab.traffic import Workload
+
+    spec, workload = PathSpec.of_run(run), Workload.of_run(run)
+    assert spec.cc == "no-such-cc" and spec.sysctls == {"net.ipv4.tcp_no_such_knob": 1}
+    assert spec.to_client.loss == 5.0 and spec.to_server is None  # only the odd direction
+    assert workload.sender() == "client" and workload.receiver() == "server"
     with pytest.raises(ParameterError, match="rtt"):
-        RunWriter("case-k", {**params, "path": {**params["path"], "rtt": -1}}, runs_dir=tmp_path).finish().spec
+        PathSpec.of_run(RunWriter("case-k", {**params, "path": {**params["path"], "rtt": -1}}, runs_dir=tmp_path).finish())

@@ -4,7 +4,7 @@
 
     with NetPath(rtt="20ms", rate="100mbit") as path:
         run = Experiment(path, Bulk(size="22MB", sndbuf="16KB"), case="01-send-buffer").run()
-    run.pcap, run.telemetry, run.app, run.params
+    run.pcap, run.telemetry, run.params, AppResult.of_run(run), PathSpec.of_run(run)
 
 The order of :meth:`Experiment.run`: check the workload against the host's buffer limits
 (nothing has started yet), open the run record, start tracepoints, tcpdump (confirmed
@@ -20,16 +20,16 @@ import os
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .lab import NetPath, PathSpec
 from .lab.state import checkpoint
 from .observe import Capture, ObserveSpec, SsSampler, Tracepoints, points_for
 from .observe.counters import counter_delta, counters_in
-from .observe.health import RunHealth, group_run_delay, judged, reasons_of, wait_share
+from .observe.health import RunHealth, group_run_delay, health_around, judged, reasons_of, wait_share
 from .runs import FAILED, Run, RunWriter, environment, find_run, key_of
 
-__all__ = ["Experiment", "ExperimentFailed", "RunPlan", "run_params", "reusable_run", "FRESH_ENV"]
+__all__ = ["Experiment", "ExperimentFailed", "RunPlan", "run_params", "reusable_run", "measured", "FRESH_ENV"]
 
 
 class ExperimentFailed(RuntimeError):
@@ -53,6 +53,36 @@ def reusable_run(case: str, key: str, *, fresh: bool = False,
         return None
     earlier = find_run(case, key, runs_dir=runs_dir)
     return None if earlier is None or reasons_of(earlier) else earlier
+
+
+@contextlib.contextmanager
+def _host_cpu_wait(path: Any) -> Iterator[dict[str, float]]:
+    """Around the block, how long a UML lab kernel's host processes waited, runnable, for a
+    CPU, as a share of the block's time (``["share"]``, set when the block ends; nothing for a
+    path on this machine's kernel). Read here on the host: that kernel carries the whole path,
+    so while it waits every packet waits."""
+    remote = getattr(path, "remote", None)
+    pgid = remote.host_pgid if remote is not None else None
+    found: dict[str, float] = {}
+    waits, start = (group_run_delay(pgid) if pgid else {}), time.monotonic()
+    yield found
+    if pgid:
+        found["share"] = wait_share(waits, group_run_delay(pgid), time.monotonic() - start)
+
+
+def measured(path: Any, compute: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    """``compute()``, a measurement made outside a run record on ``path`` (case 00's ping-pong),
+    in the path's own kernel, with the health readings a run takes around it (and a UML
+    kernel's wait for a host CPU): the value and the health, judged as a run's would be."""
+    remote = getattr(path, "remote", None)
+    with _host_cpu_wait(path) as waited:
+        if remote is not None:
+            value, health = remote.call(lambda: health_around(path, compute))
+        else:
+            value, health = health_around(path, compute)
+    if waited.get("share") is not None and health:
+        health = judged(health, uml_cpu_wait_share=waited["share"])
+    return value, health
 
 
 def run_params(spec: PathSpec, workload: Any, observe: ObserveSpec, repetition: int = 1) -> dict[str, Any]:
@@ -104,23 +134,26 @@ class Experiment:
                                               interval=interval, tracepoints=tracepoints)
         self.plan = plan or RunPlan.of(path.spec, workload, self.observe, repetition)
 
-    def run(self, *, reuse: bool = False) -> Run:
-        """Run and record. With ``reuse``, return a recorded run of the same parameters instead
-        where :func:`reusable_run` finds one."""
-        if reuse and (earlier := reusable_run(self.case, self.plan.key, runs_dir=self.runs_dir)) is not None:
-            return earlier
+    def run(self, *, tries: int = 1) -> Run:
+        """Run and record. A run the machine disturbed (``observe.health``) measured the machine:
+        with ``tries`` > 1 it is made again, ``tries`` times at most; the last one stands, marked
+        disturbed if it was (a page then says "machine too busy")."""
+        for _ in range(tries - 1):
+            run = self._run_once()
+            if not reasons_of(run):
+                return run
+        return self._run_once()
+
+    def _run_once(self) -> Run:
         if getattr(self.path, "remote", None) is not None:
             # The path lives in a UML kernel: the whole run happens there, its record lands in
             # the same folder (the host's filesystem is that kernel's root) and is read back here,
-            # with how long that kernel waited for a host CPU meanwhile (read here, on the host).
-            kernel = self.path.remote
-            pgid = kernel.host_pgid
-            waits, start = (group_run_delay(pgid) if pgid else {}), time.monotonic()
-            run_dir, error = kernel.call(_run_here, self)
-            share = wait_share(waits, group_run_delay(pgid), time.monotonic() - start) if pgid else None
+            # with how long that kernel waited for a host CPU meanwhile.
+            with _host_cpu_wait(self.path) as waited:
+                run_dir, error = self.path.remote.call(_run_here, self)
             run = Run.load(run_dir)
-            if share is not None and "health" in run.observe:
-                run.amend_observe("health", judged(run.observe["health"], uml_cpu_wait_share=share))
+            if waited.get("share") is not None and "health" in run.observe:
+                run.amend_observe("health", judged(run.observe["health"], uml_cpu_wait_share=waited["share"]))
             if error is not None:
                 raise ExperimentFailed(error, run)
             return run

@@ -4,8 +4,8 @@ Two kinds of text are translated, each keyed by something stable and each entry 
 SHA-256 of the English it translates, so that a change to the English shows up as a *stale*
 translation instead of silently going out of date:
 
-* **Notebook prose**: ``notebooks/i18n/<language>/<case_id>.json`` holds the translated
-  Markdown cells of one case, keyed by nbformat cell id (code is never copied)::
+* **Notebook prose**: ``course/<case_id>/words/<language>.cells.json``, in the case's room, holds
+  the translated Markdown cells of one case, keyed by nbformat cell id (code is never copied)::
 
       {"schema": "tcplab.i18n/1", "language": "zh", "case_id": "05-zero-window",
        "title": {"english": "Zero window", "text": "零窗口"},
@@ -15,9 +15,10 @@ translation instead of silently going out of date:
   keyed by the English itself, so a changed title simply falls back to English. An entry
   whose ``text`` is null is a stub (``tcplab i18n stub``): untranslated, with the English
   beside it (``english``) for the translator.
-* **Strings**: ``strings/<language>.json`` stays the flat ``{key: text}`` file that
+* **Strings**: each folder of words (the shared ``strings/`` and each room's ``words/``, see
+  :func:`tcplab.words.words_dirs`) holds a flat ``<language>.json`` ``{key: text}`` file that
   :mod:`tcplab.words` reads (its lookup is untouched by any of this), and a sidecar
-  ``strings/<language>.sources.json`` holds ``{key: SHA-256 of the English text}``
+  ``<language>.sources.json`` beside it holds ``{key: SHA-256 of the English text}``
   (``tcplab i18n accept --strings`` writes it after a translator's review).
 
 :func:`translate_notebook` gives a notebook whose Markdown cells are replaced by their
@@ -35,21 +36,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .course import NOTEBOOKS, available_cases
+from .course import WORDS, available_cases, room
 from .files import write_atomically
 from .units import ParameterError
 from .params import check_language
-from .words import FALLBACK_LANGUAGE, STRINGS_DIR, choice_only_fields, languages, template_fields
+from .words import (FALLBACK_LANGUAGE, STRINGS_DIR, choice_only_fields, languages, template_fields, template_kinds,
+                    words_dirs)
 
-__all__ = ["SCHEMA", "I18N_DIR", "source_sha256", "translations_dir", "translation_path", "Translation",
+__all__ = ["SCHEMA", "source_sha256", "translation_path", "Translation",
            "read_translation", "write_translation", "translate_notebook", "translated_title", "stub",
            "accept_cells", "accept_strings", "sources_path", "CaseCheck", "StringsCheck", "I18nReport",
            "check", "check_case", "check_strings", "translation_language", "translation_languages", "ran_in",
            "LANGUAGE_METADATA"]
 
 SCHEMA = "tcplab.i18n/1"
-#: The folder of translations inside a notebooks folder: ``<notebooks>/i18n/<language>/<case>.json``.
-I18N_DIR = "i18n"
 #: Where an executed notebook records the language its kernel spoke (``metadata.tcplab.language``).
 LANGUAGE_METADATA = "language"
 
@@ -89,12 +89,12 @@ def translation_languages() -> list[str]:
 # --- translation files ------------------------------------------------------------------------------
 
 
-def translations_dir(language: str, notebooks_dir: str | Path | None = None) -> Path:
-    return Path(notebooks_dir or NOTEBOOKS) / I18N_DIR / language
-
-
-def translation_path(case_id: str, language: str, notebooks_dir: str | Path | None = None) -> Path:
-    return translations_dir(language, notebooks_dir) / f"{case_id}.json"
+def translation_path(case_id: str, language: str, course_dir: str | Path | None = None, *,
+                     folder: str | Path | None = None) -> Path:
+    """Where a case's Markdown is translated: ``<language>.cells.json`` among its room's words
+    (the room of ``case_id`` in the course, or the room ``folder`` that holds the notebook)."""
+    words = Path(folder) / WORDS if folder is not None else room(case_id, course_dir).words_dir
+    return words / f"{language}.cells.json"
 
 
 @dataclass
@@ -123,10 +123,12 @@ class Translation:
         return data
 
 
-def read_translation(case_id: str, language: str, notebooks_dir: str | Path | None = None) -> Translation:
-    """The translation file of ``case_id`` into ``language``; an empty one where there is none.
-    A file of another schema, language or case is refused (ValueError), never half used."""
-    path = translation_path(case_id, language, notebooks_dir)
+def read_translation(case_id: str, language: str, course_dir: str | Path | None = None, *,
+                     folder: str | Path | None = None) -> Translation:
+    """The translation file of ``case_id`` into ``language`` (:func:`translation_path`); an empty
+    one where there is none. A file of another schema, language or case is refused (ValueError),
+    never half used."""
+    path = translation_path(case_id, language, course_dir, folder=folder)
     if not path.is_file():
         return Translation(language, case_id)
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -140,8 +142,8 @@ def read_translation(case_id: str, language: str, notebooks_dir: str | Path | No
     return Translation(language, case_id, cells=cells, title=data.get("title") or None)
 
 
-def write_translation(translation: Translation, notebooks_dir: str | Path | None = None) -> Path:
-    path = translation_path(translation.case_id, translation.language, notebooks_dir)
+def write_translation(translation: Translation, course_dir: str | Path | None = None) -> Path:
+    path = translation_path(translation.case_id, translation.language, course_dir)
     text = json.dumps(translation.to_json(), ensure_ascii=False, indent=2) + "\n"
     return write_atomically(path, text)
 
@@ -151,7 +153,7 @@ def _case_of(nb: Any) -> str | None:
 
 
 def translate_notebook(nb: Any, language: str, *, case_id: str | None = None,
-                       notebooks_dir: str | Path | None = None,
+                       course_dir: str | Path | None = None,
                        translation: Translation | None = None) -> Any:
     """A copy of ``nb`` whose Markdown cells are replaced by their ``language`` translation where
     it is present and fresh (translates the English the cell holds now); every other cell,
@@ -163,7 +165,7 @@ def translate_notebook(nb: Any, language: str, *, case_id: str | None = None,
         case_id = case_id or _case_of(nb)
         if not case_id:
             return nb
-        translation = read_translation(case_id, language, notebooks_dir)
+        translation = read_translation(case_id, language, course_dir)
     for cell in nb.cells:
         if cell.get("cell_type") == "markdown":
             text = translation.fresh_text(cell)
@@ -178,20 +180,20 @@ def translated_title(title: str, translation: Translation) -> str:
     return entry["text"] if entry.get("english") == title and entry.get("text") else title
 
 
-def _notebook(case_id: str, notebooks_dir: str | Path | None) -> Any:
+def _notebook(case_id: str, course_dir: str | Path | None) -> Any:
     import nbformat
 
-    return nbformat.read(str(Path(notebooks_dir or NOTEBOOKS) / f"{case_id}.ipynb"), as_version=4)
+    return nbformat.read(str(room(case_id, course_dir).notebook), as_version=4)
 
 
-def stub(case_id: str, language: str, notebooks_dir: str | Path | None = None) -> tuple[Path, int]:
+def stub(case_id: str, language: str, course_dir: str | Path | None = None) -> tuple[Path, int]:
     """Write or extend a case's translation file for a translator: an entry ``{"text": null,
     "english": …}`` for each Markdown cell without one, and the current English beside each stale
     entry (its old translation kept, still reported stale until ``accept``). Returns the file and
     how many entries were added or marked."""
     translation_language(language)
-    nb = _notebook(case_id, notebooks_dir)
-    translation = read_translation(case_id, language, notebooks_dir)
+    nb = _notebook(case_id, course_dir)
+    translation = read_translation(case_id, language, course_dir)
     changed = 0
     cells: dict[str, dict[str, Any]] = {}
     for cell in nb.cells:
@@ -210,17 +212,17 @@ def stub(case_id: str, language: str, notebooks_dir: str | Path | None = None) -
     # Entries of cells gone stay (orphans, for check to report), after the notebook's own.
     cells.update({k: v for k, v in translation.cells.items() if k not in cells})
     translation.cells = cells
-    return write_translation(translation, notebooks_dir), changed
+    return write_translation(translation, course_dir), changed
 
 
 def accept_cells(case_id: str, language: str, cell_ids: Iterable[str] = (),
-                 notebooks_dir: str | Path | None = None) -> list[str]:
+                 course_dir: str | Path | None = None) -> list[str]:
     """Record that the translations of ``cell_ids`` (all translated cells when none are named)
     translate the current English: their hash is brought up to date and the ``english`` helper
     dropped. Returns the ids accepted."""
     translation_language(language)
-    nb = _notebook(case_id, notebooks_dir)
-    translation = read_translation(case_id, language, notebooks_dir)
+    nb = _notebook(case_id, course_dir)
+    translation = read_translation(case_id, language, course_dir)
     sources = {c.id: _source(c) for c in nb.cells if _translatable(c)}
     wanted = list(cell_ids) or [k for k, v in translation.cells.items() if isinstance(v.get("text"), str)]
     accepted = []
@@ -234,7 +236,7 @@ def accept_cells(case_id: str, language: str, cell_ids: Iterable[str] = (),
         entry["source_sha256"] = source_sha256(sources[cell_id])
         translation.cells[cell_id] = entry
         accepted.append(cell_id)
-    write_translation(translation, notebooks_dir)
+    write_translation(translation, course_dir)
     return accepted
 
 
@@ -251,22 +253,28 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def accept_strings(language: str, keys: Iterable[str] = (), strings_dir: str | Path | None = None) -> list[str]:
     """Record that ``language``'s strings for ``keys`` (every translated key when none are
-    named) translate the current English: the sidecar gets their English hashes."""
+    named) translate the current English: each folder of words (``strings_dir``, else the shared
+    one and every room's) gets their English hashes in its sidecar, for the keys it holds."""
     translation_language(language, strings_dir)
-    strings_dir = Path(strings_dir or STRINGS_DIR)
-    english = _read_json(strings_dir / f"{FALLBACK_LANGUAGE}.json")
-    own = _read_json(strings_dir / f"{language}.json")
+    folders = [Path(strings_dir)] if strings_dir else words_dirs()
     keys = list(keys)
+    held = {f: (_read_json(f / f"{FALLBACK_LANGUAGE}.json"), _read_json(f / f"{language}.json")) for f in folders}
     for key in keys:
-        if key not in own or key not in english:
-            raise ParameterError("key", key, f"a key of both {FALLBACK_LANGUAGE}.json and {language}.json")
-    chosen = keys or [k for k in own if k in english]
-    sources = _read_json(sources_path(language, strings_dir))
-    sources.update({k: source_sha256(english[k]) for k in chosen})
-    # In the order of the English file, gone keys dropped: the sidecar reads like its strings.
-    ordered = {k: sources[k] for k in english if k in sources and k in own}
-    write_atomically(sources_path(language, strings_dir), json.dumps(ordered, indent=2) + "\n")
-    return chosen
+        if not any(key in english and key in own for english, own in held.values()):
+            raise ParameterError("key", key, f"a key of both {FALLBACK_LANGUAGE}.json and {language}.json "
+                                                 "in one folder of words")
+    accepted = []
+    for folder, (english, own) in held.items():
+        chosen = [k for k in keys if k in own and k in english] if keys else [k for k in own if k in english]
+        if not chosen and not own:
+            continue
+        sources = _read_json(sources_path(language, folder))
+        sources.update({k: source_sha256(english[k]) for k in chosen})
+        # In the order of the English file, gone keys dropped: the sidecar reads like its strings.
+        ordered = {k: sources[k] for k in english if k in sources and k in own}
+        write_atomically(sources_path(language, folder), json.dumps(ordered, indent=2) + "\n")
+        accepted.extend(chosen)
+    return accepted
 
 
 # --- checking -----------------------------------------------------------------------------------------
@@ -274,7 +282,8 @@ def accept_strings(language: str, keys: Iterable[str] = (), strings_dir: str | P
 
 @dataclass
 class CaseCheck:
-    """How one case's translation stands against its notebook."""
+    """How one case's translation stands against its room: its notebook's Markdown (cells) and
+    its own words (``words``)."""
 
     case_id: str
     #: Markdown cells with words and no translation (or only a stub).
@@ -287,6 +296,20 @@ class CaseCheck:
     total: int = 0
     #: The translation file could not be read (counted as an orphan: it must be fixed).
     error: str | None = None
+    #: The room's words against their English.
+    words: "StringsCheck" = field(default_factory=lambda: StringsCheck())
+
+    @property
+    def n_missing(self) -> int:
+        return len(self.missing) + self.words.n_missing
+
+    @property
+    def n_stale(self) -> int:
+        return len(self.stale) + self.words.n_stale
+
+    @property
+    def n_orphan(self) -> int:
+        return len(self.orphan) + bool(self.error) + self.words.n_orphan
 
 
 @dataclass
@@ -299,10 +322,23 @@ class StringsCheck:
     extra: list[str] = field(default_factory=list)
     #: Keys whose English changed since their translation was accepted (or never was).
     stale: list[str] = field(default_factory=list)
-    #: Keys whose {placeholders} differ from the English ones: filling them would fail or lose a value.
+    #: Keys whose {placeholders} differ from the English ones (names, or a typed slot's kind):
+    #: filling them would fail, lose a value or write it otherwise.
     placeholders: list[str] = field(default_factory=list)
     translated: int = 0
     total: int = 0
+
+    @property
+    def n_missing(self) -> int:
+        return len(self.missing)
+
+    @property
+    def n_stale(self) -> int:
+        return len(self.stale)
+
+    @property
+    def n_orphan(self) -> int:
+        return len(self.extra) + len(self.placeholders)
 
 
 @dataclass
@@ -313,16 +349,15 @@ class I18nReport:
 
     @property
     def n_missing(self) -> int:
-        return sum(len(c.missing) for c in self.cases) + len(self.strings.missing)
+        return sum(c.n_missing for c in self.cases) + self.strings.n_missing
 
     @property
     def n_stale(self) -> int:
-        return sum(len(c.stale) for c in self.cases) + len(self.strings.stale)
+        return sum(c.n_stale for c in self.cases) + self.strings.n_stale
 
     @property
     def n_orphan(self) -> int:
-        return (sum(len(c.orphan) + bool(c.error) for c in self.cases) + len(self.strings.extra)
-                + len(self.strings.placeholders))
+        return sum(c.n_orphan for c in self.cases) + self.strings.n_orphan
 
     def ok(self, strict: bool = False) -> bool:
         """Nothing stale or orphaned (nor, ``strict``, missing)."""
@@ -336,15 +371,14 @@ class I18nReport:
                 "totals": {"missing": self.n_missing, "stale": self.n_stale, "orphan": self.n_orphan}}
 
 
-def check_case(case_id: str, language: str, notebooks_dir: str | Path | None = None) -> CaseCheck:
-    result = CaseCheck(case_id)
+def check_case(case_id: str, language: str, course_dir: str | Path | None = None) -> CaseCheck:
+    result = CaseCheck(case_id, words=check_strings(language, room(case_id, course_dir).words_dir))
     try:
-        translation = read_translation(case_id, language, notebooks_dir)
+        translation = read_translation(case_id, language, course_dir)
     except ValueError as exc:
         result.error = str(exc)
         return result
-    path = Path(notebooks_dir or NOTEBOOKS) / f"{case_id}.ipynb"
-    cells = [c for c in _notebook(case_id, notebooks_dir).cells if _translatable(c)] if path.is_file() else []
+    cells = [c for c in _notebook(case_id, course_dir).cells if _translatable(c)]
     ids = {c.id for c in cells}
     result.total = len(cells)
     for cell in cells:
@@ -376,21 +410,21 @@ def check_strings(language: str, strings_dir: str | Path | None = None) -> Strin
         # A number that only chooses the English word's plural ({n|segment|segments}) may go
         # unused in a language that has none.
         fields, optional = template_fields(text), choice_only_fields(text)
-        if not (fields - optional <= template_fields(own[key]) <= fields):
+        # A typed slot ({budget:size}) is written by its kind: a translation types it alike.
+        if (not (fields - optional <= template_fields(own[key]) <= fields)
+                or template_kinds(own[key]).items() - template_kinds(text).items()
+                or template_kinds(text).keys() & template_fields(own[key]) - template_kinds(own[key]).keys()):
             result.placeholders.append(key)
     result.extra = [k for k in own if k not in english]
     return result
 
 
-def check(language: str, *, notebooks_dir: str | Path | None = None,
+def check(language: str, *, course_dir: str | Path | None = None,
           strings_dir: str | Path | None = None) -> I18nReport:
-    """Every case's translation and the strings of ``language`` against their English."""
+    """Every case's translation (its cells and its words) and the shared strings of ``language``
+    against their English."""
     translation_language(language, strings_dir)
-    cases = available_cases(Path(notebooks_dir or NOTEBOOKS))
-    folder = translations_dir(language, notebooks_dir)
-    # Translations of cases that are gone: every entry an orphan.
-    gone = sorted(p.stem for p in folder.glob("*.json") if p.stem not in cases) if folder.is_dir() else []
-    return I18nReport(language, [check_case(c, language, notebooks_dir) for c in cases + gone],
+    return I18nReport(language, [check_case(c, language, course_dir) for c in available_cases(course_dir)],
                       check_strings(language, strings_dir))
 
 

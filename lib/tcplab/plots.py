@@ -39,7 +39,17 @@ PALETTE = {"configured": "#9e9e9e", "predicted": "#9e9e9e", "measured": "#1f77b4
            "inflight": "#1f77b4", "cwnd": "#17becf", "sndbuf": "#bcbd22"}
 
 
-def use_house_style() -> None:
+#: How the page names its variants (:meth:`tcplab.report.page.CasePage.name`): the words of a figure
+#: (titles, legends, tick labels) name a variant so, never by its label. None: as drawn.
+_NAMES: Callable[[str], str] | None = None
+
+
+def use_house_style(names: Callable[[str], str] | None = None) -> None:
+    """The house style of every figure; ``names`` (a page's, once it sets the style): how its
+    variants are named in the figures it shows."""
+    global _NAMES
+    if names is not None:
+        _NAMES = names
     sns.set_theme(context="notebook", style="whitegrid", font_scale=0.95,
                   rc={"figure.figsize": (8, 3.6), "figure.dpi": 110, "savefig.dpi": 150,
                       "axes.titleweight": "bold", "axes.titlesize": 11,
@@ -79,11 +89,35 @@ def _describe_figures() -> None:
         return
 
     def described(fig):
+        if _NAMES is not None:
+            _name_variants(fig, _NAMES)
         data = printer(fig)
         return (data, {"alt": describe(fig)}) if data else data
 
     described.tcplab_described = True
     png.for_type(Figure, described)
+
+
+def _name_variants(fig, names: Callable[[str], str]) -> None:
+    """The figure's words with each variant's label replaced by its name: titles, axis labels and
+    legend entries, and tick labels (set again through their axis, whose formatter would draw the
+    old ones)."""
+    texts = [fig._suptitle] if getattr(fig, "_suptitle", None) is not None else []
+    for ax in fig.axes:
+        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        legend = ax.get_legend()
+        if legend is not None:
+            texts += list(legend.get_texts()) + [legend.get_title()]
+        for axis, ticks in ((ax.xaxis, ax.get_xticks()), (ax.yaxis, ax.get_yticks())):
+            labels = [label.get_text() for label in axis.get_ticklabels()]
+            named = [names(label) for label in labels]
+            if named != labels and len(labels) == len(ticks):
+                axis.set_ticks(ticks, named)
+    for text in texts:
+        if text is not None and text.get_text():
+            named = names(text.get_text())
+            if named != text.get_text():
+                text.set_text(named)
 
 
 def configured_vs_measured(rows: Iterable[dict], *, title: str | None = None, language: str | None = None):

@@ -141,7 +141,8 @@ def _new_run_id() -> str:
 
 @dataclass
 class Run:
-    """A run record on disk. Tables and the pcap are read when first asked for."""
+    """A run record on disk, a plain container: what it says (``run.json``) and its files, tables
+    read when first asked for. The typed views of it live with their types (:attr:`params`)."""
 
     dir: Path
     meta: dict[str, Any] = field(repr=False)
@@ -179,33 +180,11 @@ class Run:
 
     @property
     def params(self) -> dict[str, Any]:
-        """The parameters as stored (plain values in stored units); :attr:`spec`,
-        :attr:`workload` and :attr:`observe_spec` are the same as parameter sets."""
+        """The parameters as stored (plain values in stored units). Each parameter set reads
+        itself back from a run: ``PathSpec.of_run(run)``, ``Workload.of_run(run)``,
+        ``ObserveSpec.of_run(run)``; so do ``AppResult.of_run(run)`` and the packets
+        (``tcplab.analysis.read_packets(run.pcap)``)."""
         return self.meta.get("params", {})
-
-    @cached_property
-    def spec(self):
-        """The path's :class:`~tcplab.lab.PathSpec` this run was made on."""
-        from .lab import PathSpec
-
-        return PathSpec.from_record(self.params.get("path", {}))
-
-    @cached_property
-    def workload(self):
-        """The workload (a :class:`~tcplab.traffic.Workload` of its own kind) this run ran."""
-        from .traffic import WORKLOADS
-
-        stored = self.params.get("workload", {})
-        if stored.get("name") not in WORKLOADS:
-            raise ValueError(f"{self.dir}: workload {stored.get('name')!r} is not one of {', '.join(sorted(WORKLOADS))}")
-        return WORKLOADS[stored["name"]].from_record(stored)
-
-    @cached_property
-    def observe_spec(self):
-        """What was asked to be observed (:class:`~tcplab.observe.ObserveSpec`)."""
-        from .observe import ObserveSpec
-
-        return ObserveSpec.from_record(self.params.get("observe", {}))
 
     @property
     def environment(self) -> dict[str, Any]:
@@ -226,18 +205,6 @@ class Run:
         self.meta.setdefault("observe", {})[name] = value
         _write_json(self.dir / RUN_JSON, self.meta)
 
-    @cached_property
-    def app(self):
-        """The workload's AppResult (a dict if the traffic package is not importable)."""
-        data = self.meta.get("app")
-        if data is None:
-            return None
-        try:
-            from .traffic import AppResult
-        except ImportError:
-            return data
-        return AppResult.from_dict(data)
-
     # --- files ---------------------------------------------------------------------------------
     @property
     def pcaps(self) -> list[Path]:
@@ -248,15 +215,6 @@ class Run:
     def pcap(self) -> Path | None:
         pcaps = self.pcaps
         return pcaps[0] if pcaps else None
-
-    def packets(self, pcap: str | os.PathLike | None = None):
-        """The main (or the given) capture read by the analysis engine: a PacketTable."""
-        from .analysis import read_packets
-
-        target = Path(pcap) if pcap is not None else self.pcap
-        if target is None:
-            raise FileNotFoundError(f"run {self.dir} has no capture")
-        return read_packets(target)
 
     def _table(self, name: str) -> pd.DataFrame:
         path = self.dir / name

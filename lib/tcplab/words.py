@@ -1,12 +1,15 @@
-"""Every word tcplab shows a reader, looked up by key in ``strings/<language>.json``.
+"""Every word tcplab shows a reader, looked up by key.
 
-One file per language, flat keys under a namespace: ``rule.``, ``scores.``, ``status.``,
-``handout.``, ``page.``, … for report pages, ``plot.`` for figures, ``label.<code>.title`` /
-``.explanation``, ``evidence.``, ``caveat.``, ``diagnosis.`` and ``metric.`` (a flow's numbers by
-field) for the diagnosis. A
-translation is one more file and no code change; a key it lacks falls back to English, so a
-partial translation still renders. Code above this module (plots, analysis, report) imports
-down to it.
+The words several cases share live in ``strings/<language>.json``: flat keys under a namespace,
+``rule.``, ``scores.``, ``status.``, ``handout.``, ``page.``, … for report pages, ``column.`` and
+``cell.`` for tables, ``unit.``, ``error.``, ``label.<code>.title`` / ``.explanation``,
+``evidence.``, ``caveat.``, ``diagnosis.`` and ``metric.`` (a flow's numbers by field) for the
+diagnosis. A case's own words (its sentences ``prose.<case>.*``, notes, plots' titles, check
+names, its cheat-sheet row) live in its room, ``course/<case>/words/<language>.json``
+(:mod:`tcplab.course`); a language's words are both, read as one set, and a key may be in one file
+only. A translation is one more file per folder and no code change; a key it lacks falls back to
+English, so a partial translation still renders. Code above this module (plots, analysis, report)
+imports down to it.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+from .folders import COURSE_DIR, WORDS
 
 __all__ = ["Messages", "messages", "default_language", "speaking", "languages", "template_fields", "choice_only_fields", "STRINGS_DIR",
+           "words_dirs", "all_words", "DuplicateWords", "fill", "template_kinds",
            "SaidWhereItArose", "SaidByReason"]
 
 STRINGS_DIR = Path(__file__).parent / "strings"
@@ -57,6 +62,21 @@ def languages() -> list[str]:
     return sorted(p.stem for p in STRINGS_DIR.glob("*.json") if "." not in p.stem)
 
 
+class DuplicateWords(ValueError):
+    """One key in two words files: which one a page would show is left to chance."""
+
+
+def words_dirs(course_dir: Path | None = None) -> list[Path]:
+    """The folders of words: the shared ones (``strings/``), then each room's ``words/`` (a
+    room that has one; :mod:`tcplab.course` owns which rooms are the course's)."""
+    course_dir = Path(course_dir or COURSE_DIR)
+    return [STRINGS_DIR, *sorted(p for p in course_dir.glob(f"*/{WORDS}") if p.is_dir())]
+
+
+def _read_words(path: Path) -> dict[str, str]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 @lru_cache(maxsize=None)
 def _load(language: str) -> dict[str, str]:
     path = STRINGS_DIR / f"{language}.json"
@@ -66,7 +86,19 @@ def _load(language: str) -> dict[str, str]:
         if language == FALLBACK_LANGUAGE:
             raise FileNotFoundError(f"tcplab's English strings are missing: {path}")
         return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+    words: dict[str, str] = {}
+    where: dict[str, Path] = {}
+    for folder in words_dirs():
+        for key, text in _read_words(folder / f"{language}.json").items():
+            if key in words:
+                raise DuplicateWords(f"{key!r} is in {where[key]} and in {folder / f'{language}.json'}")
+            words[key], where[key] = text, folder / f"{language}.json"
+    return words
+
+
+def all_words(language: str = FALLBACK_LANGUAGE) -> dict[str, str]:
+    """Every key of ``language`` and its text: the shared strings and every room's words."""
+    return dict(_load(language))
 
 
 @lru_cache(maxsize=None)
@@ -92,6 +124,23 @@ def _patterns(namespace: str) -> tuple[tuple[re.Pattern[str], str, tuple[str, ..
 #: "1" alone is singular, "1.5" and "0" are not); a language without plurals (zh) writes its word
 #: once and needs no choice.
 _PLURAL = re.compile(r"\{(\w+)\|([^{}|]*)\|([^{}|]*)\}")
+
+
+#: A slot that says what kind of quantity fills it: ``{budget:size}``, ``{rtts:list of duration}``.
+#: Its writer (:data:`tcplab.report.prose.KINDS`) turns the run's number into the slot's text; here
+#: a kind is a word of three letters or more, which no Python format specification is.
+_TYPED = re.compile(r"\{(\w+):([a-z][a-z_ ]{2,})\}")
+
+
+def template_kinds(template: str) -> dict[str, str]:
+    """The typed slots of a template and their kinds: ``{"budget": "size"}``."""
+    return {m.group(1): m.group(2) for m in _TYPED.finditer(template)}
+
+
+def fill(template: str, fields: dict[str, Any]) -> str:
+    """``template`` with ``fields`` filled in (a typed slot takes its field's text as it is) and
+    each plural choice agreeing with its number."""
+    return _agree(_TYPED.sub(r"{\1}", template), fields).format(**fields)
 
 
 def _agree(template: str, fields: dict[str, Any]) -> str:
@@ -129,7 +178,11 @@ class Messages:
         if template is None:
             # A visible key beats a crash in the middle of a report; tests catch it.
             return key
-        return _agree(template, fields).format(**fields) if fields else template
+        return fill(template, fields) if fields else template
+
+    def template(self, key: str) -> str | None:
+        """The template of ``key`` in this language (English where it has none), unfilled."""
+        return self._own.get(key, self._fallback.get(key))
 
     def has(self, key: str) -> bool:
         return key in self._own or key in self._fallback
@@ -215,6 +268,16 @@ class Messages:
             return name
         return _agree(self(key), {"n": 1 if count == 1 else ""})
 
+    def variant(self, case_id: str, label: str) -> str:
+        """A case's variant as its pages name it: by the case's words (``variant.<case>.<label>``,
+        or a key with placeholders, ``variant.<case>.ex1-sndbuf-16KB-{rtt}``), else the label in
+        plain words ("sndbuf 16KB rtt1"); a repetition (``label#2``) says which run it is. The label
+        itself names the variant in run records, ``tcplab run --variant`` and replay data."""
+        base, sep, repetition = label.partition("#")
+        name = (self._templated(f"variant.{case_id}", base, fill=_quantity_in_words)
+                or " ".join(re.split(r"[-_]+", base)).strip() or base)
+        return self("variant.repetition", name=name, n=repetition) if sep else name
+
     def backends(self, codes: str) -> str:
         """Backend codes as pages name them: "delayline,netem" (cases that ran on both) is
         "delay line, netem"."""
@@ -231,6 +294,20 @@ class Messages:
             name = name.replace("_", " ")
         return self._templated("column", name) or name
 
+
+
+#: A quantity as a label writes it ("16KB", "20ms", "4mbit") and the unit a page writes it in.
+_LABEL_QUANTITY = re.compile(r"(\d+(?:\.\d+)?)(KB|MB|GB|B|ms|s|gbit|mbit|kbit)")
+_UNITS_IN_WORDS = {"gbit": "Gbit/s", "mbit": "Mbit/s", "kbit": "kbit/s"}
+
+
+def _quantity_in_words(text: str) -> str:
+    """A label's quantity with a space and the page's unit ("16 KB", "20 ms", "4 Mbit/s"); anything
+    else (curl's "200K", a word) as it is."""
+    found = _LABEL_QUANTITY.fullmatch(text)
+    if found is None:
+        return text
+    return f"{found.group(1)} {_UNITS_IN_WORDS.get(found.group(2), found.group(2))}"
 
 
 class SaidWhereItArose:

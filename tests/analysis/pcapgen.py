@@ -644,3 +644,135 @@ def many_flows(path, flows: int, *, seed: int = 0, rate: float = 1000.0, snaplen
                 out.clear()
         fh.write(b"".join(out))
     return {"packets": int(len(t_all)), "flows": flows, "kinds": kinds}
+
+
+# ---------------------------------------------------------------- one transfer seen from both ends
+
+
+@dataclass
+class TwoSided:
+    """A one-way transfer, client -> server, scripted once and written as both ends capture it:
+    every packet leaves one end and reaches the other ``delay`` later (plus its wait behind a
+    bottleneck of ``rate`` bit/s, data only). The server acknowledges each segment as it arrives,
+    with its advertised window and a timestamp (ms) that the client echoes from then on; the
+    client sends each round's segments back to back when the ACKs of the round before reach it.
+
+        two = TwoSided(delay=0.01, rate=20e6)
+        two.rounds([30 * 1448] * 40, rwnd=1 << 20)
+        two.write(tmp_path)   # -> (sender.pcap, receiver.pcap)
+    """
+
+    delay: float = 0.01  # one way, each direction
+    rate: float | None = None  # the bottleneck toward the server (None: none)
+    mss: int = 1448
+    wscale: int | None = 7
+    t: float = 1_700_000_000.0
+    spacing: float = 10e-6  # the sender's back-to-back segments
+    queue_extra: float = 0.0  # added to every data segment's trip (a standing queue ahead)
+    sent: list = field(default_factory=list)  # (time at the sender, time at the receiver, IP packet)
+
+    def __post_init__(self):
+        self.conn = Conn(client=("10.0.0.1", 40000), server=("10.0.0.2", 5001))
+        self.link_free = 0.0  # when the bottleneck has sent everything queued so far
+        self.ts_seen = 0  # the server's latest timestamp the client has (it echoes this)
+        ws = (self.wscale, self.wscale)
+        o0 = opt_mss(self.mss) + (opt_ws(ws[0]) if ws[0] is not None else b"") + nops(2) + opt_ts(1, 0)
+        o1 = opt_mss(self.mss) + (opt_ws(ws[1]) if ws[1] is not None else b"") + nops(2) + opt_ts(self._tick(), 1)
+        self._out(0, self.t, self.conn.send(0, SYN, win=64240, opts=o0))
+        self._out(1, self.t + self.delay, self.conn.send(1, SYN | ACK, win=65160, opts=o1))
+        self.ts_seen = self._tick(self.t + self.delay)
+        self._out(0, self.t + 2 * self.delay, self.conn.send(0, ACK, win=self._raw(64240), opts=self._ts0()))
+        self.t += 2 * self.delay + 0.001
+
+    def _tick(self, when: float | None = None) -> int:
+        return int(((self.t if when is None else when) - 1_699_999_999.0) * 1000)
+
+    def _raw(self, window: int) -> int:
+        return min(window >> (self.wscale or 0), 65535)
+
+    def _ts0(self) -> bytes:
+        return nops(2) + opt_ts(self._tick(), self.ts_seen)
+
+    def _data(self, when: float, length: int, *, seq: int | None = None, lost: bool = False) -> float:
+        """A data segment sent at ``when``; returns its arrival at the server (``lost``: it
+        never arrives, and only the sender's capture holds it)."""
+        raw = self.conn.send(0, ACK | PSH, length, seq=seq, win=self._raw(64240),
+                             opts=nops(2) + opt_ts(self._tick(when), self.ts_seen))
+        arrive = when + self.delay + self.queue_extra
+        if self.rate:
+            arrive = max(arrive, self.link_free) + 8 * (length + 52) / self.rate
+            self.link_free = arrive
+        self._out(0, when, raw, arrive=None if lost else arrive)
+        return arrive
+
+    def _out(self, d: int, when: float, raw: bytes, *, arrive: float | None = -1.0) -> None:
+        """A packet that leaves end ``d`` at ``when`` and reaches the other end at ``arrive``
+        (default: ``delay`` later; None: never)."""
+        at = when + self.delay if arrive == -1.0 else arrive
+        self.sent.append((when, at, raw) if d == 0 else (at, when, raw))
+
+    def _ack(self, arrive: float, ack: int, rwnd: int, echo: float, sack=None) -> float:
+        """The server's ACK of a segment that arrived at ``arrive``; returns when it reaches the client."""
+        opts = nops(2) + opt_ts(self._tick(arrive), self._tick(echo))
+        if sack:
+            opts += nops(2) + opt_sack([sack])
+        self._out(1, arrive + 1e-5, self.conn.send(1, ack=ack, win=self._raw(rwnd), opts=opts, advance=False))
+        self.ts_seen = self._tick(arrive)
+        return arrive + 1e-5 + self.delay
+
+    def round(self, window: int, *, rwnd: int = 1 << 20, lose: int | None = None) -> None:
+        """``window`` bytes in MSS segments out back to back; the server ACKs each as it arrives
+        (a lost one, ``lose``, draws duplicate ACKs with SACK and is resent when they reach the
+        client); the next round starts when the last ACK reaches the client."""
+        c = self.conn
+        sizes = [self.mss] * (window // self.mss) + ([window % self.mss] if window % self.mss else [])
+        sent, now = [], self.t
+        for k, n in enumerate(sizes):
+            seq = c.nxt[0]
+            sent.append((self._data(now, n, lost=k == lose), seq, n, now))
+            now += self.spacing
+        last = now
+        for k, (arrive, seq, n, when) in enumerate(sent):
+            if k == lose:
+                continue
+            if lose is None or k < lose:
+                last = self._ack(arrive, seq + n, rwnd, when)
+            else:
+                hole = sent[lose]
+                last = self._ack(arrive, hole[1], rwnd, when, sack=(hole[1] + hole[2], seq + n))
+        if lose is not None:  # the resend goes out when the duplicate ACKs reach the client
+            _, seq, n, _ = sent[lose]
+            arrive = self._data(last + 1e-5, n, seq=seq)
+            last = self._ack(arrive, c.nxt[0], rwnd, last + 1e-5)
+        self.t = last + 1e-5
+
+    def rounds(self, windows, **kw) -> None:
+        for window in windows:
+            self.round(window, **kw)
+
+    def clocked(self, window: int, segments: int, *, rwnd: int = 1 << 20) -> None:
+        """ACK clocking with ``window`` bytes in flight: a first burst, then each ACK reaching
+        the client lets one new segment out; behind the bottleneck (``rate``), a window above
+        the path's BDP keeps a standing queue of the rest."""
+        c = self.conn
+        pending, now = [], self.t
+        for _ in range(window // self.mss):
+            pending.append((self._data(now, self.mss), c.nxt[0], now))
+            now += self.spacing
+        last, more = now, segments
+        while pending:
+            arrive, end, when = pending.pop(0)
+            last = self._ack(arrive, end, rwnd, when)
+            if more:
+                more -= 1
+                send = last + 1e-6
+                pending.append((self._data(send, self.mss), c.nxt[0], send))
+        self.t = last + 1e-5
+
+    def write(self, folder) -> tuple[Path, Path]:
+        """The sender's capture and the receiver's, raw IP, each in its own time order."""
+        paths = (Path(folder) / "sender.pcap", Path(folder) / "receiver.pcap")
+        for side, path in enumerate(paths):
+            write_pcap(path, sorted(((p[side], p[2]) for p in self.sent if p[side] is not None), key=lambda x: x[0]),
+                       linktype=101)
+        return paths

@@ -24,7 +24,7 @@ from tcplab.analysis import read_packets, theory
 from tcplab.analysis.diagnose import LABELS, diagnose
 from tcplab.units import ParameterError
 from tcplab.params import check_language
-from tcplab.words import STRINGS_DIR
+from tcplab.words import all_words
 
 from .pcapgen import ACK, PSH, Transfer, write_pcap
 
@@ -331,7 +331,7 @@ def test_mixed_limits_without_a_majority_are_undetermined(tmp_path):
 
 
 def test_every_label_and_sentence_has_words_and_output_is_json(tmp_path):
-    words = json.loads((STRINGS_DIR / "en.json").read_text())
+    words = all_words("en")
     labels = {key.split(".")[1] for key in words if key.startswith("label.")}
     assert labels == set(LABELS)
     assert all(f"label.{label}.{part}" in words for label in LABELS for part in ("title", "explanation"))

@@ -14,6 +14,9 @@ import pandas as pd
 import pytest
 
 from tcplab.cases import CaseLab, buffers
+from tcplab.words import Messages
+from tcplab.observe.sendmsg import parse_sendmsg, sendmsg_trace
+from tcplab.report import CasePage
 from tcplab.lab import PathSpec, sysctl, tracefs
 from tcplab.traffic import Bulk
 
@@ -82,13 +85,13 @@ SENDMSG_TRACE = """\
 
 
 def test_parse_sendmsg_keeps_the_busiest_python_process():
-    events = buffers.parse_sendmsg(SENDMSG_TRACE)
+    events = parse_sendmsg(SENDMSG_TRACE)
     assert events["pid"].unique().tolist() == [844] and len(events) == 4
     assert events["addr"].iloc[0] == 0 and events["len"].tolist() == [0, 28960, 31856, 100]
 
 
 def test_sendmsg_summary_tells_checked_new_buffers_from_unchecked_appends():
-    summary = buffers.sendmsg_summary(buffers.parse_sendmsg(SENDMSG_TRACE), 2)
+    summary = buffers.sendmsg_summary(parse_sendmsg(SENDMSG_TRACE), 2)
     assert summary["application writes"] == 2 and summary["copy-loop turns"] == 4
     assert summary["new buffer, write queue empty (checked)"] == 1
     assert summary["new buffer, tail full (checked)"] == 1
@@ -97,7 +100,7 @@ def test_sendmsg_summary_tells_checked_new_buffers_from_unchecked_appends():
 
 
 def test_sendmsg_trace_leaves_no_instance_behind(root):
-    with buffers.sendmsg_trace() as read:
+    with sendmsg_trace() as read:
         assert "tracer" in read()
     mine = [p for p in (tracefs.TRACEFS / "instances").iterdir() if p.name.startswith(f"{tracefs.INSTANCE_PREFIX}{os.getpid()}-")]
     assert mine == []
@@ -202,8 +205,8 @@ def test_on_stock_limits_a_variant_runs_with_its_limit_raised_then_restored(stoc
     assert sysctl.read(buffers.WMEM_MAX) == str(STOCK)  # back to the value the path found
     small = lab.run("sndbuf-16KB", Bulk(size="256KB", sndbuf="16KB", cc="cubic"),
                     path=limits.spec(spec, Bulk(sndbuf="16KB")), observe=observe)
-    assert small.run.spec.host == {}  # nothing to raise for 16 KB
-    note = limits.note()
+    assert small.spec.host == {}  # nothing to raise for 16 KB
+    note = CasePage(lab).limits_note(limits)
     assert f"`net.core.wmem_max` was {STOCK} on this machine" in note
-    assert "the variant sndbuf-256KB raised it to 262144 for its run" in note
+    assert f"the variant {Messages().variant(lab.case_id, 'sndbuf-256KB')} raised it to 262144 for its run" in note
     assert f"it read {STOCK} again after the runs" in note and "rmem_max" not in note

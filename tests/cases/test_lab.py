@@ -15,6 +15,7 @@ import pytest
 
 from tcplab.cases import CaseLab, ReplayMissing, Trial, VariantTable, ms_tag, save, size_tag
 from tcplab.cases.lab import RUN_TRIES
+from tcplab.report import CasePage
 from tcplab.cases.replay import replay_root
 from tcplab.lab import PathSpec
 from tcplab.lab.state import exclusive_measurement
@@ -140,8 +141,9 @@ def test_replay_gives_the_recorded_numbers_without_touching_the_system(recorded,
     assert replay.keep("answer", lambda: pytest.fail("replay computed a kept value")) == kept
     assert replay.live(lambda: pytest.fail("replay ran a live action")) is None
     assert replay.backend == lab.backend
-    assert replay.environment()["data"] == "recorded runs (replay)"
-    assert "Replay" in replay._repr_markdown_()
+    page = CasePage(replay)
+    assert page.environment()["data"] == "recorded runs (replay)"
+    assert "Replay" in page._repr_markdown_()
     with replay.path(SPEC) as stand_in:
         assert stand_in.spec == SPEC
     assert not list((dirs["replay_dir"] / CASE / "sndbuf-16KB").glob("logs"))

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from tcplab.analysis import theory
-from tcplab.cases import loss
+from tcplab.rooms import loss
 
 
 def packets(rows):

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tcplab.cases import CaseLab, nagle
+from tcplab.cases import CaseLab
+from tcplab.rooms import nagle
 from tcplab.lab import PathSpec
 from tcplab.traffic import Reqresp
 

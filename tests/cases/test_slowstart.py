@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from tcplab.analysis import theory
-from tcplab.cases import slowstart
+from tcplab.analysis.packets import read_packets
+from tcplab.rooms import slowstart
 
 
 def flight_packets(first: int, second: int, idle: float = 2.0):
@@ -96,4 +97,4 @@ def test_round_trips_of_a_transfer_are_counted_in_its_capture():
 
     for variant, rounds in (("initcwnd-default#1", 4), ("initcwnd-30#1", 2)):
         run = load_run(replay_root() / "08-slow-start" / variant)
-        assert slowstart.data_rounds(run.packets(), rtt_s=0.02) == rounds
+        assert slowstart.data_rounds(read_packets(run.pcap), rtt_s=0.02) == rounds

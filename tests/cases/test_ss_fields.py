@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tcplab.cases import ss_fields
+from tcplab.rooms import ss_fields
 from tcplab.cases.replay import replay_root
 from tcplab.cases.trial import Trial
 from tcplab.runs import load_run

@@ -72,6 +72,35 @@ def test_steady_goodput_does_not_begin_inside_a_loss_recovery():
     assert sweep.steady_goodput(held) == pytest.approx(100)
 
 
+def test_steady_goodput_over_ack_times_and_the_line_ceiling_rule():
+    """Over ACK times the steady rate is the cumulative ACK's rise across the second half, read
+    where that half begins and ends (interpolated between the ACKs around each end), not the
+    bytes of whole ACKs over bins whose edges fall between them. A synthetic run whose ACKs
+    acknowledge 13 MB/s on a 100 Mbit/s line (at most 11.96 MB/s of payload) fails the line-ceiling
+    rule, saying why; a run at the line's pace passes it."""
+    from tcplab.analysis import theory
+    from tcplab.report.scores import below_line
+
+    bins = _metrics([8e6 * 10] * 21, bin_s=0.1)  # 2.1 s of bins; the last, partial, left out
+    def run_at(bytes_per_s):
+        times = [0.0005 + 0.001 * k for k in range(2101)]  # an ACK every ms, off the bins' edges
+        return pd.DataFrame({"time": times, "acked": [bytes_per_s * t for t in times]})
+    line = 100e6
+    ceiling = theory.line_ceiling(line, 1.0) / 8e6  # MB/s, over the steady second's span
+    too_fast = sweep.steady_goodput(bins, acks=run_at(13e6)) / 8e6
+    assert too_fast == pytest.approx(13.0)
+    broken = below_line("steady goodput", too_fast, ceiling, unit="MB/s")
+    assert not broken.passed and broken.predicted == pytest.approx(ceiling)
+    assert "line's payload ceiling" in broken.rule and "wrongly" in broken.rule
+    at_line = sweep.steady_goodput(bins, acks=run_at(theory.max_goodput(line) / 8)) / 8e6
+    assert at_line == pytest.approx(theory.max_goodput(line) / 8e6)
+    assert below_line("steady goodput", at_line, ceiling, unit="MB/s").passed
+    # The ceiling is the line's payload share (1448 of 1514 B) and one segment over the span, no more.
+    assert theory.line_ceiling(line, 1.0) == pytest.approx(line * 1448 / 1514 + 8 * 1448)
+    with pytest.raises(ValueError):
+        below_line("steady goodput", 1.0, 0)
+
+
 class _FakeLab:
     def __init__(self):
         self.calls = []

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from tcplab.cases import tcp_mem
+from tcplab.rooms import tcp_mem
 from tcplab.observe.trace import parse_trace
 
 TRACE = """\

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from tcplab.cases import windows
+from tcplab.rooms import windows
 
 
 def test_initial_wscale_follows_the_largest_buffer_limit():

@@ -10,7 +10,7 @@ import pytest
 from tcplab.cases import CaseLab
 from tcplab.cases.replay import replay_root
 from tcplab.cases.trial import Trial
-from tcplab.cases import zerowindow as zw
+from tcplab.rooms import zerowindow as zw
 from tcplab.lab import PathSpec
 from tcplab.runs import load_run
 from tcplab.traffic import Bulk, Slowreader
@@ -37,7 +37,7 @@ def test_recorded_probes_follow_the_schedule_under_the_servers_rto_max():
     # Case 05's exercise 2 as shipped (Linux 6.18, the server's tcp_rto_max_ms at 1000): the gaps
     # double until they reach 1 s and then stay there, and the schedule with that cap says so.
     run = load_run(replay_root() / "05-zero-window" / "ex2-rto-max-1000ms-pause-10s")
-    assert run.spec.side_sysctls["server"]["tcp_rto_max_ms"] == 1000
+    assert PathSpec.of_run(run).side_sysctls["server"]["tcp_rto_max_ms"] == 1000
     rows = zw.probes_against_schedule(Trial("ex2", run, replayed=True), rto_s=0.22, rto_max_s=1.0)
     measured = rows["measured s"].dropna()
     gaps = measured.diff().dropna()

@@ -16,8 +16,9 @@ import pytest
 
 from tcplab.experiment import Experiment
 from tcplab.lab import NetPath, PathSpec, agent_kernel, cleanup, fidelity, uml
+from tcplab.analysis.packets import read_packets
 from tcplab.runs import COMPLETE
-from tcplab.traffic import Bulk
+from tcplab.traffic import AppResult, Bulk
 from tcplab.units import ParameterError
 
 pytestmark = pytest.mark.kernel
@@ -94,12 +95,13 @@ def test_an_experiment_in_uml_leaves_a_complete_record_on_the_host(kernel, monke
     assert run.environment["lab_kernel"] == "uml" and run.environment["kernel"] == kernel.release
     assert run.environment["backend"] == "netem"
     assert run.params["path"]["kernel"] == "uml"
-    assert run.app.bytes == 1024 * 1024 and run.app.goodput_bps > 0
-    assert len(run.packets().packets) > 700  # 1 MB in 1448-byte segments, plus ACKs, read back on the host
+    app = AppResult.of_run(run)
+    assert app.bytes == 1024 * 1024 and app.goodput_bps > 0
+    assert len(read_packets(run.pcap).packets) > 700  # 1 MB in 1448-byte segments, plus ACKs, read back on the host
 
 
 def test_an_object_held_in_uml_is_itself_in_calls_there_and_let_go_after(kernel, monkeypatch):
-    from tcplab.cases.tcp_mem import Ballast
+    from tcplab.rooms.tcp_mem import Ballast
     from tcplab.lab.kernels import call_in, held_in
 
     monkeypatch.setitem(agent_kernel._shared, "uml", kernel)

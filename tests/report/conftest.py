@@ -46,7 +46,7 @@ def built(tmp_path_factory):
         [Case("alpha", notebook=OK_NOTEBOOK),
          Case("broken", notebook=ERROR_NOTEBOOK, parameters={"backend": "delayline"}),
          Case("beta", notebook=OK_NOTEBOOK, parameters={"rtt_ms": 80.0})],
-        notebooks_dir=FIXTURES, reports_dir=reports,
+        reports_dir=reports,
         parameters={"rate_mbit": 3.0}, profile="quick", edition="instructor", mode="live",
         progress=False,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tcplab.course import NOTEBOOKS, available_cases
+from tcplab.course import available_cases
 from tcplab.report.context import ReportContext
 from tcplab.report.course_pages import cheatsheet_rows, cited_by, read_references, render_cheatsheet
 from tcplab.report.handout import CaseSection, render_handout
@@ -15,7 +15,7 @@ MUST_CITE = {"RFC9293", "RFC7323", "RFC5681", "RFC896", "Minshall", "Mathis1997"
 
 
 def test_every_case_cites_its_references_and_every_reference_names_real_cases():
-    references = read_references(NOTEBOOKS)
+    references = read_references()
     ids = [r.id for r in references]
     assert len(ids) == len(set(ids)) and MUST_CITE <= set(ids)
     cases = set(available_cases())
@@ -29,7 +29,7 @@ def test_every_case_cites_its_references_and_every_reference_names_real_cases():
 def test_a_chinese_page_cites_every_work_in_chinese_but_its_title():
     """Seeds by their original title; a work whose English citation describes it (a manual's
     summary, a note in brackets) by a translation; a bare title as written."""
-    for r in read_references(NOTEBOOKS):
+    for r in read_references():
         cite = r.cite_in("zh")
         described = r.kind in {"seed", "manual", "source", "article"} or re.search(r"\([^)]*[a-z]{3}[^)]*\)", r.cite)
         assert (cite != r.cite) == bool(described), r.id
@@ -49,7 +49,7 @@ def test_the_cheat_sheet_has_a_row_per_case_with_every_column():
 
 
 def test_the_handout_lists_each_cases_references_and_ends_with_the_page():
-    references = read_references(NOTEBOOKS)
+    references = read_references()
     sections = [CaseSection("04-nagle-delayed-ack", "Nagle meets delayed ACK", "passed")]
     html = render_handout(sections, context=ReportContext(), references=references)
     assert 'id="references"' in html and 'href="#ref-RFC896"' in html and 'id="ref-RFC896"' in html

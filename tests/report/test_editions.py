@@ -59,7 +59,7 @@ def test_the_student_edition_drops_what_only_the_instructor_may_see_inside_a_cel
     result = scores.within("stall", 44.0, 45.9, tolerance=0.5, unit="ms")
     card = scores.Scores(case_id="04-x", title="x", backend="netem", mode="live", checks=(result,))
     checks.outputs = [v.new_output("display_data", data=scores.scores_output(card, language="en"))]
-    said = v.new_code_cell('lab.say("rounds", ...)')  # a sentence of the run, its theory marked
+    said = v.new_code_cell('page.say("rounds", ...)')  # a sentence of the run, its theory marked
     said.outputs = [v.new_output("display_data", data={
         "text/markdown": 'It took 4 round trips<span class="tcplab-instructor"> (theory predicts 4)</span>.',
         "text/plain": "<Markdown>"})]

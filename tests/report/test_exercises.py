@@ -7,7 +7,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from tcplab.course import NOTEBOOKS
+from tcplab.course import available_cases, room
 from tcplab.report.exercises import EXERCISE_TAG, NOT_RUN_TAG, cells_not_run, check_exercises, without_exercises
 from tcplab.report.execute import execute_notebook
 from tcplab.units import ParameterError
@@ -47,7 +47,7 @@ def test_a_case_cell_that_reads_an_exercise_is_left_unrun_too():
     assert cells_not_run(nb) == [1, 2]
 
 
-@pytest.mark.parametrize("notebook", sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb")), ids=lambda p: p.stem[:2])
+@pytest.mark.parametrize("notebook", [room(c).notebook for c in available_cases()], ids=lambda p: p.stem[:2])
 def test_in_the_course_only_exercises_and_their_answers_are_left_unrun(notebook):
     """No case's own cell (its runs, checks, plots) reads what an exercise made, so a report
     without exercises still runs and scores every case in full."""

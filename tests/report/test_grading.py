@@ -1,376 +1,335 @@
-"""``tcplab grade``: students' worksheet predictions against what a case measured, without a kernel.
-
-The notebooks are built here with nbformat, their scores output with the real
-``scores_output(Scores(...))`` of checks made by ``within``, ``equals`` and ``at_most``, as a
-case's last cell leaves it.
-"""
+"""Grading's parts, without nbgrader or a kernel: answers read as students write them, the rule, the
+class's reference, the worksheet a room defines, what a hidden test scores and shows, the stamp of
+the first run, and a released checks cell. (test_class_grading.py grades a class end to end.)"""
 
 from __future__ import annotations
 
-import csv
+import ast
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from tcplab.report import CaseReport, ReportResult
-from tcplab.report.context import ReportContext
-from tcplab.report.grading import (DEFAULT_TOLERANCE, SCHEMA, VERDICTS, case_id_of, grade, grade_notebooks,
-                                   read_predictions, student_of)
-from tcplab.report.worksheet import worksheet_box, worksheet_rows
-from tcplab.report.scores import Check, Scores, at_most, check, equals, scores_output, within
+from tcplab.course import CourseError, Room, available_cases, room
+from tcplab.report import autograde, stamps
+from tcplab.report.answers import BLANK, NOT_A_CHOICE, NUMBER, UNREADABLE, WORD, WRONG_UNIT, read_answer, written_answers
+from tcplab.report.grading import DEFAULT_TOLERANCE, VERDICTS, Reference, judge, read_measurements, read_references
+from tcplab.report.release import measurements_only
+from tcplab.report.scores import Scores, at_most, check, equals, measurement, scores_output, within
+from tcplab.report.worksheet import Item, read_worksheet, worksheet_box, worksheet_rows, worksheet_source
 from tcplab.units import ParameterError
-from tcplab.words import STRINGS_DIR, Messages
+from tcplab.words import Messages, all_words
 
 CASE = "01-send-buffer"
+EN = Messages("en")
 
 
-def _scores(case_id: str = CASE, *, disturbed: tuple[str, ...] = ()) -> Scores:
-    """What the case measured; the predictions in the checks are the notebook's, not a student's."""
-    return Scores(case_id, "Case 01: the send buffer", "netem", "replay", (
+# -- answers as students write them -----------------------------------------------------------------
+
+@pytest.mark.parametrize("written, kind, unit, status, value", [
+    ("16 KB", "size", "B", NUMBER, 16384), ("16kB", "size", "B", NUMBER, 16384), ("16384", "size", "B", NUMBER, 16384),
+    (16384, "bytes", "B", NUMBER, 16384), ("2 * 16 * 1024", "bytes", "B", NUMBER, 32768),
+    ("262,142", "bytes", "B", NUMBER, 262142), ("262 142", "bytes", "B", NUMBER, 262142),
+    ("0.2 s", "duration", "ms", NUMBER, 200), ("200 ms", "duration", "ms", NUMBER, 200),
+    ("about 0.2 s", "duration", "s", NUMBER, 0.2), ("~45ms", "duration", "ms", NUMBER, 45),
+    ("2,5", "duration", "ms", NUMBER, 2.5), ("４２", "duration", "ms", NUMBER, 42), ("约42毫秒", "duration", "ms", NUMBER, 42),
+    ("60 ms左右", "duration", "ms", NUMBER, 60), ("(40 + 20) / 1000 s", "duration", "ms", NUMBER, 60),
+    ("5x", "times", "", NUMBER, 5), ("5 times", "times", "", NUMBER, 5), ("约5倍", "times", "", NUMBER, 5),
+    ("５.５", "times", "", NUMBER, 5.5), ("4 probes", "count", "", NUMBER, 4), ("2 round trips", "count", "round trips", NUMBER, 2),
+    ("12 %", "percent", "%", NUMBER, 12), ("4 KB/s", "byte_rate", "KB/s", NUMBER, 4), ("10 Mbps", "rate", "Mbit/s", NUMBER, 10),
+    ("15.4 Mbit/s", "byte_rate", "MB/s", WRONG_UNIT, 15.4), ("30 KB", "duration", "ms", WRONG_UNIT, 30),
+    ("32 KB B", "size", "B", UNREADABLE, "32 KB B"), ("lots", "size", "B", UNREADABLE, "lots"),
+    (True, "count", "", UNREADABLE, True), (None, "size", "B", BLANK, None), ("  ", "size", "B", BLANK, None),
+])
+def test_an_answer_reads_as_the_quantity_its_item_asks(written, kind, unit, status, value):
+    reading = read_answer(written, kind=kind, unit=unit)
+    assert reading.status == status
+    assert reading.value == (pytest.approx(value) if status == NUMBER else value)
+
+
+def test_a_word_answer_is_one_of_the_items_choices():
+    choices = ("nagle-delayed-ack", "receiver-window-limited")
+    assert read_answer("Nagle + delayed ACK", kind="word", choices=choices) == read_answer("nagle_delayed_ack", kind="word", choices=choices)
+    assert read_answer(" NAGLE-DELAYED-ACK ", kind="word", choices=choices).status == WORD
+    assert read_answer("the network", kind="word", choices=choices).status == NOT_A_CHOICE
+    assert read_answer(42, kind="word", choices=choices).status == NOT_A_CHOICE
+
+
+def test_the_worksheet_is_read_line_by_line_where_it_is_no_python_and_never_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    source = ("predictions = {\n    'a': 16KB,   # B\n    'b': 0,22,\n    \"c\": ４２, # ms\n    'd': None,\n"
+              "    'e': \"about 0.2 s\",  # s\n    'f': __import__('os').system('touch ran'),\n}\n")
+    found = {k: (w.text, w.value) for k, w in written_answers(source).items()}
+    assert found == {"a": ("16KB", "16KB"), "b": ("0,22", "0,22"), "c": ("４２", "４２"), "d": ("None", None),
+                     "e": ('"about 0.2 s"', "about 0.2 s"), "f": ("__import__('os').system('touch ran')",
+                                                                   "__import__('os').system('touch ran')")}
+    python = written_answers("predictions = {'x': 2 * 16 * 1024, 'y': '16 KB', 'z': 2 ** 10 ** 10}\n")
+    assert {k: w.value for k, w in python.items()} == {"x": 32768, "y": "16 KB", "z": "2 ** 10 ** 10"}  # no huge power
+    assert read_answer(found["f"][1], kind="size", unit="B").status == UNREADABLE and not (tmp_path / "ran").exists()
+    assert written_answers("x = 1\n") == {}
+
+
+# -- the rule ----------------------------------------------------------------------------------------
+
+def _ref(measured, *, tolerance=None, relative=True, unit="", predicted=None, runs=None) -> Reference:
+    return Reference(measured, tuple(runs or (measured,)), predicted, unit, tolerance, relative, "replay")
+
+
+def _judge(answer, ref: Reference, kind="duration", unit="ms", choices=()):
+    item = Item("x", 2.0, kind, unit, choices)
+    return judge(item, None if answer is ... else _written(answer), ref, EN)
+
+
+def _written(value):
+    text = repr(value)
+    return written_answers(f"predictions = {{'x': {text}}}\n")["x"]
+
+
+def test_a_number_is_right_within_the_checks_own_tolerance_of_the_measured_value():
+    relative = _ref(100.0, tolerance=0.1)  # within(…, 0.1): ±10 % of the measured value
+    assert [_judge(v, relative).verdict for v in (90, 110, 89.9, 110.1)] == ["right", "right", "wrong", "wrong"]
+    absolute = _ref(33.8, tolerance=10.0, relative=False)  # within(…, 10, relative=False): ±10 ms
+    assert [_judge(v, absolute).verdict for v in (23.8, 43.8, 23.7)] == ["right", "right", "wrong"]
+    exact = _ref(32768, tolerance=0.0, relative=False)  # equals
+    assert [_judge(v, exact, "bytes", "B").verdict for v in (32768, 32769, "32 KB")] == ["right", "wrong", "right"]
+    bound = _ref(45.92)  # a bound: the default quarter of the measured value
+    low, high = 45.92 * (1 - DEFAULT_TOLERANCE), 45.92 * (1 + DEFAULT_TOLERANCE)
+    assert [_judge(v, bound).verdict for v in (low, high, low - 0.01, high + 0.01)] == ["right", "right", "wrong", "wrong"]
+    assert _judge(98.1, _ref(109.0, tolerance=0.1)).verdict == "right"  # on the edge, in floating point too
+
+
+def test_points_notes_and_verdicts():
+    ref = _ref(45.92)
+    right = _judge("0.042 s", ref)
+    assert (right.verdict, right.points, right.max_points, right.read, right.read_unit) == ("right", 2.0, 2.0, pytest.approx(42), "s")
+    slipped = _judge("42 s", ref)
+    assert slipped.verdict == "wrong" and slipped.points == 0 and "1\u202f000 times larger" in slipped.notes[0]
+    assert _judge(..., ref).verdict == "missing" and _judge(None, ref).verdict == "missing"
+    kind = _judge("15 Mbit/s", ref)
+    assert kind.verdict == "wrong_unit" and kind.notes == ("You wrote Mbit/s; the item asks ms: a quantity of another kind, "
+                                                           "so it is not converted.",)
+    assert _judge("soon", ref).verdict == "unreadable"
+    word = _ref("nagle-delayed-ack", tolerance=0.0, relative=False)
+    choices = ("nagle-delayed-ack", "zero-window")
+    assert [_judge(a, word, "word", "", choices).verdict for a in ("Nagle + delayed ACK", "zero-window", "slow")] == [
+        "right", "wrong", "not_a_choice"]
+    assert set(VERDICTS) >= {"right", "wrong", "missing", "unreadable", "wrong_unit", "not_a_choice"}
+
+
+# -- the class's reference -----------------------------------------------------------------------------
+
+def _scores(measured: float = 40.0, case_id: str = CASE) -> Scores:
+    return Scores(case_id, "The send buffer", "netem", "replay", (
         equals("getsockopt after SO_SNDBUF 16KB", 32768, 32768, unit="B"),
-        within("goodput vs in flight / RTT", 2.0, 1.9, 0.25, unit="MB/s"),
-        within("burst spacing", 30.0, 40.0, 10.0, relative=False, unit="ms"),
+        within("16KB bbr: burst spacing", 30.0, measured, 10.0, relative=False, unit="ms"),
         at_most("transfer time vs line rate", 4.0, 5.0, unit="s"),
-        equals("bottleneck", "receiver window", "receiver window"),
-        check("window scaling on", True, measured=True),
-        within("rtt after loss", 20.0, float("nan"), 0.1, unit="ms"),
-    ), runs_read=3 if disturbed else 0, disturbed=disturbed)
+        check("window scaling on", True, measured=True)), environment={"kernel": "6.18 (host)"})
 
 
-WORKSHEET = '''# Your predictions, before you run the case: a number in the unit shown, or None.
-predictions = {
-    "getsockopt after SO_SNDBUF 16KB": 32768,    # B
-    "goodput vs in flight / RTT": 2.5,           # MB/s
-    "burst spacing": 30,     # ms
-    "transfer time vs line rate": None,          # s
-    "bottleneck": "  Receiver WINDOW ",
-    "getsockopt after SO_SNDBUF 16 KB": 32768,   # a typo: no such check
-}
-'''
-
-
-def _notebook(path: Path, worksheet: str | None = WORKSHEET, *, scores: Scores | None = None,
-              case_id: str | None = CASE, student: str | None = None) -> Path:
-    """A case notebook as a student hands it in: parameters, worksheet, and (when it was
-    executed) the publish cell's scores output."""
+def test_references_from_a_summary_an_executed_notebook_and_a_scores_payload(tmp_path):
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"mode": "replay", "kernel": "6.1 (UML)", "cases": [
+        {"case_id": CASE, "title": "t", "checks": [c.to_json() for c in _scores(30.0).checks]},
+        {"case_id": "02-receive-buffer", "checks": []}]}))
     nb = nbformat.v4.new_notebook()
-    params = 'rtt = "20ms"\nmode = "auto"\n' + (f'case_id = "{case_id}"\n' if case_id else "")
-    nb.cells = [nbformat.v4.new_markdown_cell("# 01 · The send buffer"),
-                nbformat.v4.new_code_cell(params, metadata={"tags": ["parameters"]})]
-    if worksheet is not None:
-        nb.cells.append(nbformat.v4.new_code_cell(worksheet, metadata={"tags": ["worksheet"]}))
-    publish = nbformat.v4.new_code_cell("publish(...)")
-    if scores is not None:
-        publish.outputs = [nbformat.v4.new_output("display_data", data=scores_output(scores))]
-    nb.cells.append(publish)
-    if student:
-        nb.metadata["tcplab"] = {"student": student}
-    nbformat.write(nb, str(path))
-    return path
+    nb.cells = [nbformat.v4.new_code_cell("publish(...)", outputs=[
+        nbformat.v4.new_output("display_data", data=scores_output(_scores(40.0)))])]
+    nbformat.write(nb, str(tmp_path / "ran.ipynb"))
+    (tmp_path / "scores.json").write_text(json.dumps(_scores(50.0).to_json()))
+    refs = read_references([summary, tmp_path / "ran.ipynb", tmp_path / "scores.json"])
+    spacing = refs[CASE]["16KB bbr: burst spacing"]
+    assert (spacing.measured, spacing.runs, spacing.predicted, spacing.tolerance, spacing.relative) == (40.0, (30.0, 40.0, 50.0), 30.0, 10.0, False)
+    assert "replay · 6.1 (UML)" in spacing.source and "6.18 (host)" in spacing.source
+    assert list(refs) == [CASE]  # a case that did not run measures nothing
+    # A released notebook's measurements carry no rules to grade with.
+    released = Scores(CASE, "t", "", "replay", (measurement("16KB bbr: burst spacing", 33.0, unit="ms"),))
+    (tmp_path / "released.json").write_text(json.dumps(released.to_json()))
+    with pytest.raises(ParameterError, match="no measured checks"):
+        read_measurements(tmp_path / "released.json")
 
 
-def _verdicts(g) -> dict[str, str]:
-    return {item.check: item.verdict for item in g.items}
+@pytest.mark.parametrize("content, said", [
+    (None, "no such file"), ("{not json", "unreadable"), ('{"a": 1}', "neither a summary nor scores"),
+    ('{"cases": []}', "no measured checks")])
+def test_a_reference_that_is_none_is_refused_by_name(tmp_path, content, said):
+    path = tmp_path / "summary.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ParameterError) as info:
+        read_references([path])
+    assert info.value.name == "--reference" and said in str(info.value)
 
 
-# -- the rule ---------------------------------------------------------------------------------
-
-def test_right_wrong_missing_and_unknown():
-    predictions = read_predictions(nbformat.reads(_nb(WORKSHEET), as_version=4))
-    g = grade(predictions, _scores(), notebook="alice.ipynb")
-    assert _verdicts(g) == {
-        "getsockopt after SO_SNDBUF 16KB": "right",
-        "goodput vs in flight / RTT": "wrong",          # 2.5 against 1.9: 0.6 off, 25 % of 1.9 is 0.475
-        "burst spacing": "right",   # 30 against 40 within ±10 ms
-        "transfer time vs line rate": "missing",
-        "bottleneck": "right",
-        "getsockopt after SO_SNDBUF 16 KB": "unknown",
-    }
-    # right / (right + wrong + missing); the unknown check is listed, not scored.
-    assert (g.n_right, g.n_scored, g.score) == (3, 5, 0.6)
-    unknown = g.items[-1]
-    assert "7 checks" in unknown.note and "getsockopt after SO_SNDBUF 16KB" in unknown.note
-    assert g.student == "alice" and g.case_id == CASE and g.title.startswith("Case 01")
-
-
-def _nb(worksheet: str) -> str:
-    """A notebook's text whose one cell is the worksheet ``worksheet``."""
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(worksheet, metadata={"tags": ["worksheet"]})]
-    return nbformat.writes(nb)
-
-
-def _one(prediction, made: Check) -> str:
-    scores = Scores(CASE, "t", "netem", "live", (made,))
-    (item,) = grade({made.name: prediction}, scores).items
-    return item.verdict
-
-
-def test_relative_tolerance_of_within_applies_to_the_measured_value():
-    made = within("goodput", 2.0, 10.0, 0.1, unit="MB/s")  # the case allows 10 %
-    assert made.tolerance == 0.1 and made.relative
-    assert _one(9.0, made) == "right" and _one(11.0, made) == "right"  # |Δ| = 1.0 = 10 % of 10: inclusive
-    assert _one(8.9, made) == "wrong" and _one(11.1, made) == "wrong"
-    # Floating point does not move the edge: 109 - 98.1 is a hair above 10.9.
-    assert _one(98.1, within("x", 100.0, 109.0, 0.1)) == "right"
-    (item,) = grade({"goodput": 9.5}, Scores(CASE, "t", "", "", (made,))).items
-    assert item.tolerance == "within ±10 % of the measured value"
-
-
-def test_absolute_tolerance_of_within_is_in_the_checks_unit():
-    made = within("spacing", 30.0, 40.0, 10.0, relative=False, unit="ms")
-    assert (made.tolerance, made.relative) == (10.0, False)
-    assert _one(30, made) == "right" and _one(50, made) == "right"
-    assert _one(29.9, made) == "wrong" and _one(51, made) == "wrong"
-    (item,) = grade({"spacing": 35}, Scores(CASE, "t", "", "", (made,))).items
-    assert item.tolerance == "within ±10 ms of the measured value"
-
-
-def test_a_bound_without_tolerance_is_graded_within_the_default_quarter():
-    made = at_most("time", 3.0, 4.0, unit="s")  # measured 3 s, at most 4
-    assert made.tolerance is None and DEFAULT_TOLERANCE == 0.25
-    assert _one(4.0, made) == "wrong"  # the bound itself is 33 % off the measured 3 s
-    assert _one(3.75, made) == "right" and _one(2.25, made) == "right"
-    assert _one(3.8, made) == "wrong" and _one(2.2, made) == "wrong"
-    (item,) = grade({"time": 3.1}, Scores(CASE, "t", "", "", (made,))).items
-    assert "25 %" in item.tolerance and "default" in item.tolerance
-
-
-def test_equals_is_exact_and_words_match_ignoring_case_and_spaces():
-    made = equals("sndbuf", 32768, 32768, unit="B")
-    assert (made.tolerance, made.relative) == (0.0, False)
-    assert _one(32768, made) == "right" and _one(32768.0, made) == "right" and _one(32769, made) == "wrong"
-    word = equals("bottleneck", "link", "Receiver window")
-    assert _one(" receiver WINDOW", word) == "right"
-    assert _one("receiver", word) == "wrong"
-    assert _one(3, word) == "wrong"                  # a number for a word
-    assert _one("32768", made) == "wrong"            # a word for a number
-    flag = check("scaling on", True, measured=True)
-    assert _one(True, flag) == "right" and _one(False, flag) == "wrong" and _one(1, flag) == "wrong"
-
-
-def test_nothing_measured_is_not_scored_and_a_blank_answer_is_missing():
-    made = within("rtt", 20.0, float("nan"), 0.1, unit="ms")
-    assert made.measured is None
-    g = grade({"rtt": 21.0, "sndbuf": "  "}, Scores(CASE, "t", "", "", (made, equals("sndbuf", 1, 1))))
-    assert _verdicts(g) == {"rtt": "not_measured", "sndbuf": "missing"}
-    assert (g.n_right, g.n_scored, g.score) == (0, 1, 0.0)
-    assert grade({"rtt": None}, Scores(CASE, "t", "", "", (made,))).score is None  # nothing to score
-
-
-def test_checks_carry_their_tolerance_through_json_and_old_payloads_still_read():
-    s = _scores()
+def test_checks_carry_their_tolerance_and_whether_they_are_scored_through_json():
+    s = Scores(CASE, "t", "", "", (*_scores().checks, measurement("rtt", 20.0, unit="ms")))
     assert Scores.from_json(json.loads(json.dumps(s.to_json()))) == s
     old = s.to_json()
     for c in old["checks"]:
-        del c["tolerance"], c["relative"]
+        del c["tolerance"], c["relative"], c["scored"]
     read = Scores.from_json(old)
-    assert all(c.tolerance is None and c.relative for c in read.checks)
-    assert [c.passed for c in read.checks] == [c.passed for c in s.checks]  # verdicts unchanged
+    assert all(c.tolerance is None and c.relative and c.scored for c in read.checks)
+    shown = scores_output(Scores(CASE, "t", "", "replay", (measurement("rtt", 20.0, unit="ms"),)), language="en")
+    assert "What this run measured" in shown["text/html"] and "Rule" not in shown["text/html"]
+    assert "20 ms" in shown["text/plain"] and "passed" not in shown["text/plain"]
 
 
-# -- reading the worksheet, never running it ---------------------------------------------------
+# -- the worksheet a room defines ------------------------------------------------------------------
 
-def test_predictions_are_read_from_the_worksheet_cell_with_comments_and_signs():
-    nb = nbformat.reads(_nb('"""Predictions."""\npredictions = {"a": -1.5, "b": "link", "c": None, "d": True}\n'
-                            "predictions\n"), as_version=4)
-    assert read_predictions(nb) == {"a": -1.5, "b": "link", "c": None, "d": True}
+def _room(tmp_path: Path, toml: str) -> Room:
+    folder = tmp_path / CASE
+    folder.mkdir(exist_ok=True)
+    (folder / "worksheet.toml").write_text(toml)
+    return Room(CASE, folder, "x.ipynb")
 
 
-@pytest.mark.parametrize("source, why", [
-    ('import os\npredictions = {"a": os.system("x")}', "line 1 is code"),
-    ('predictions = {"a": os.system("x")}', "is code, not a literal"),
-    ('predictions = {"a": 1 +}', "does not parse: line 1"),
-    ('predictions = dict(a=1)', "is not a dict literal"),
-    ('predictions = {"a": 1, "a": 2}', "predicted twice"),
-    ('predictions = {1: 2}', "not a check name"),
-    ('predictions = {"a": [1, 2]}', "a list, not a number"),
-    ('predictions = {"a": 1e999}', "not a finite number"),
-    ('predictions = {**other}', "unpacks another dict"),
-    ('x = 1', "line 1 is code other than predictions"),
-    ('# nothing yet', "assigns predictions nowhere"),
+@pytest.mark.parametrize("toml, said", [
+    ("", "version = a whole number"),
+    ('version = 1\n[[items]]\ncheck = "a"\npoints = 1\nkind = "speed"\n', "kind 'speed' is not one of"),
+    ('version = 1\n[[items]]\ncheck = "a"\npoints = -1\nkind = "count"\n', "points is not a number"),
+    ('version = 1\n[[items]]\ncheck = "a"\npoints = 1\nkind = "word"\n', "lists its choices"),
+    ('version = 1\n[[items]]\ncheck = "a"\npoints = 1\nkind = "count"\ncolour = 1\n', "unknown keys colour"),
+    ('version = 1\n[[items]]\ncheck = "a"\npoints = 1\nkind = "count"\n[[items]]\ncheck = "a"\npoints = 1\nkind = "count"\n',
+     "listed twice"),
 ])
-def test_a_worksheet_that_is_not_a_literal_dict_is_refused_naming_notebook_and_cell(source, why):
-    nb = nbformat.reads(_nb(source), as_version=4)
-    with pytest.raises(ParameterError) as caught:
-        read_predictions(nb, path="bob.ipynb")
-    said = str(caught.value)
-    assert why in said and "bob.ipynb" in said and "cell 1" in said and "NOTEBOOK" in said
+def test_a_malformed_worksheet_says_what_is_wrong(tmp_path, toml, said):
+    with pytest.raises(CourseError, match=re.escape(said)):
+        read_worksheet(_room(tmp_path, toml))
 
 
-def test_worksheet_code_is_never_run(tmp_path):
-    marker = tmp_path / "ran"
-    nb = nbformat.reads(_nb(f'predictions = {{"a": __import__("pathlib").Path({str(marker)!r}).touch()}}'),
-                        as_version=4)
-    with pytest.raises(ParameterError, match="is code, not a literal"):
-        read_predictions(nb)
-    assert not marker.exists()
+def test_every_room_has_a_worksheet_whose_items_its_words_explain():
+    words = all_words("en")
+    for case in available_cases():
+        worksheet = read_worksheet(room(case))
+        assert worksheet.items and worksheet.points > 0, case
+        for item in worksheet.items:
+            if item.words:
+                assert {f"worksheet.{case}.{item.words}.{k}" for k in ("formula", "why")} <= set(words), item
+    for case in ("01-send-buffer", "04-nagle-delayed-ack", "05-zero-window"):  # the issue's cases explain every item
+        assert all(i.words for i in read_worksheet(room(case)).items), case
 
 
-def test_exactly_one_worksheet_cell():
+def test_a_renamed_item_is_another_release():
+    worksheet = read_worksheet(room("04-nagle-delayed-ack"))
+    renamed = type(worksheet)(worksheet.case_id, worksheet.version,
+                              (Item("Nagle stall at 2ms", 1, "duration", "ms"), *worksheet.items[1:]))
+    assert renamed.stamp["items"] != worksheet.stamp["items"] and renamed.stamp["case"] == worksheet.stamp["case"]
+    source = worksheet_source(worksheet, "en")
+    assert '"nagle-delayed-ack"' in source and "# ms · 1 point" in source  # its choices and units, listed
+    assert "你的预测" in worksheet_source(worksheet, "zh")
+
+
+# -- what a hidden test scores and shows ---------------------------------------------------------------
+
+def _spec(tmp_path: Path, answers: str, *, release=None, case="04-nagle-delayed-ack", stamp=None, language="en") -> dict:
+    worksheet = read_worksheet(room("04-nagle-delayed-ack"))
+    source = worksheet_source(worksheet, language)
+    for key, value in answers.items():
+        source = source.replace(f"{key!r}: None,", f"{key!r}: {value},")
     nb = nbformat.v4.new_notebook()
-    with pytest.raises(ParameterError, match="no cell is tagged worksheet"):
-        read_predictions(nb, path="x.ipynb")
-    cell = nbformat.v4.new_code_cell("predictions = {}", metadata={"tags": ["worksheet"]})
-    nb.cells = [cell, nbformat.v4.new_markdown_cell("# t"), cell]
-    with pytest.raises(ParameterError, match="2 cells are tagged worksheet: cell 1, cell 3"):
-        read_predictions(nb, path="x.ipynb")
+    nb.cells = [nbformat.v4.new_code_cell(source, metadata={"tags": ["worksheet"]})]
+    nb.metadata["tcplab"] = {"release": release or {**worksheet.stamp, "case": case}}
+    nbformat.write(nb, str(tmp_path / "04-nagle-delayed-ack.ipynb"))
+    if stamp is not None:
+        (tmp_path / "04-nagle-delayed-ack.stamps.jsonl").write_text(json.dumps(stamp) + "\n")
+    (cell,) = [c for c in autograde.scoring_cells(worksheet, {
+        i.check: _ref(v, tolerance=t, relative=False, unit=i.unit, predicted=p) for i, (v, t, p) in zip(
+            worksheet.items, [(45.9, None, 42.0), (63.8, None, 60.0), ("nagle-delayed-ack", 0.0, "nagle-delayed-ack")])},
+        language, "04-nagle-delayed-ack.ipynb") if (c.metadata.get("nbgrader") or {}).get("grade_id") == "item2"]
+    return ast.literal_eval(re.search(r"^score\((.*)\)$", cell.source, re.MULTILINE | re.DOTALL).group(1))
 
 
-def test_case_id_and_student_come_from_the_notebook(tmp_path):
-    path = _notebook(tmp_path / "carol.ipynb", case_id="03-bdp-sweep")
-    nb = nbformat.read(str(path), as_version=4)
-    assert case_id_of(nb) == "03-bdp-sweep" and student_of(nb, path) == "carol"
-    # papermill's injected cell comes after the parameters cell and wins.
-    nb.cells.insert(2, nbformat.v4.new_code_cell('case_id = "04-nagle-delayed-ack"',
-                                                 metadata={"tags": ["injected-parameters"]}))
-    assert case_id_of(nb) == "04-nagle-delayed-ack"
-    nb.metadata["tcplab"] = {"student": "Carol Chen"}
-    assert student_of(nb, path) == "Carol Chen"
+def _shown(monkeypatch) -> list:
+    shown = []
+    monkeypatch.setattr(autograde, "_show", lambda html, data: shown.append((html, data)))
+    return shown
 
 
-# -- where the measured values come from -------------------------------------------------------
-
-def test_an_executed_notebook_is_graded_against_its_own_scores(tmp_path):
-    path = _notebook(tmp_path / "alice.ipynb", scores=_scores())
-    (g,) = grade_notebooks([path])
-    assert g.measured_from == str(path) and (g.n_right, g.n_scored) == (3, 5)
-
-
-def test_the_teachers_scores_win_over_the_notebooks_own(tmp_path):
-    """A notebook's own scores output is the student's to edit: given --scores, the teacher's
-    run is what counts."""
-    path = _notebook(tmp_path / "alice.ipynb", scores=_scores())
-    other = _notebook(tmp_path / "other.ipynb", worksheet=None, scores=_scores("00-path-check"))
-    with pytest.raises(ParameterError, match="00-path-check"):  # alice's case is not in it
-        grade_notebooks([path], scores=other)
-    teacher = _notebook(tmp_path / "teacher.ipynb", worksheet=None, scores=_scores())
-    (g,) = grade_notebooks([path], scores=teacher)
-    assert g.measured_from == str(teacher)
+def test_a_hidden_test_scores_its_item_as_written_before_the_run(tmp_path, monkeypatch):
+    shown = _shown(monkeypatch)
+    spec = _spec(tmp_path, {"Nagle stall at 20ms": "63.8"},
+                 stamp={"at": "2026-11-28T09:00:00+00:00", "epoch": 1.0, "answers": {"Nagle stall at 20ms": "40"}})
+    assert autograde.score(spec, tmp_path) == 0.0  # 40 before the run, out of 47.85–79.75
+    html, data = shown[0]
+    assert data["verdict"] == "wrong" and data["edited"] and "it was 40 then and 63.8 when handed in" in html
+    assert "60 ms: T + ato" in html and "63.8 ms" in html and "within ±25 %" in html and "does not shrink" in html
+    unstamped = tmp_path / "unstamped"
+    unstamped.mkdir()
+    spec = _spec(unstamped, {"Nagle stall at 20ms": "'60 ms'"})  # no stamp: scored as handed in, and said so
+    assert autograde.score(spec, unstamped) == 1.0
+    autograde.review({**spec, "items": [spec["item"]["check"], "x"]}, unstamped)
+    assert "No record of when these predictions were written" in shown[-1][0] and shown[-1][1]["absent"] == ["x"]
 
 
-def test_graded_against_another_executed_notebook(tmp_path):
-    student = _notebook(tmp_path / "dave.ipynb", student="Dave D.")
-    executed = _notebook(tmp_path / "executed.ipynb", worksheet=None, scores=_scores())
-    (g,) = grade_notebooks([student], scores=executed)
-    assert g.measured_from == str(executed) and g.student == "Dave D." and (g.n_right, g.n_scored) == (3, 5)
+def test_nothing_counts_as_predicted_when_the_first_run_came_before_the_worksheet(tmp_path, monkeypatch):
+    shown = _shown(monkeypatch)
+    spec = _spec(tmp_path, {"Nagle stall at 20ms": "60"}, stamp={"at": "2026-11-28T09:00:00+00:00", "epoch": 1.0, "answers": None})
+    assert autograde.score(spec, tmp_path) == 0.0
+    assert shown[0][1]["verdict"] == "missing" and "it was None then and 60 when handed in" in shown[0][0]
 
 
-def _summary(tmp_path: Path, *cases: Scores) -> Path:
-    """A summary.json as tcplab report writes it (ReportResult.to_json)."""
-    reports = [CaseReport(case_id=s.case_id, title=s.title, status="passed", scores=[s]) for s in cases]
-    reports.append(CaseReport(case_id="05-zero-window", title="did not run", status="error", error="boom"))
-    path = tmp_path / "summary.json"
-    path.write_text(json.dumps(ReportResult(cases=reports, context=ReportContext(mode="replay")).to_json()))
-    return path
+def test_a_hidden_test_scores_nothing_of_another_case_or_release(tmp_path, monkeypatch):
+    shown = _shown(monkeypatch)
+    assert autograde.score(_spec(tmp_path, {"Nagle stall at 20ms": "60"}, case="01-send-buffer"), tmp_path) == 0.0
+    assert shown[-1][1]["verdict"] == "other_case"
+    old = {"case": "04-nagle-delayed-ack", "worksheet": 0, "items": "000000000000"}
+    assert autograde.score(_spec(tmp_path, {"Nagle stall at 20ms": "60"}, release=old), tmp_path) == 0.0
+    assert shown[-1][1]["verdict"] == "other_release"
 
 
-def test_graded_against_a_summary_json_by_case_id(tmp_path):
-    busy = ("cubic#2: delay line queue1: packets released 1.5 ms late",)
-    summary = _summary(tmp_path, _scores("00-path-check"), _scores(disturbed=busy))
-    (g,) = grade_notebooks([_notebook(tmp_path / "erin.ipynb")], scores=summary)
-    assert g.case_id == CASE and (g.n_right, g.n_scored) == (3, 5) and g.disturbed == busy
-    with pytest.raises(ParameterError, match=r"--scores.*holds 00-path-check, 01-send-buffer\).*"
-                                             r"a measurement of 02-receive-buffer"):
-        grade_notebooks([_notebook(tmp_path / "frank.ipynb", case_id="02-receive-buffer")], scores=summary)
+def test_a_hidden_test_speaks_the_notebooks_language(tmp_path, monkeypatch):
+    shown = _shown(monkeypatch)
+    assert autograde.score(_spec(tmp_path, {"Nagle stall at 20ms": "'６０ ms左右'"}, language="zh"), tmp_path) == 1.0
+    assert "你的答案" in shown[0][0] and "正确" in shown[0][0] and "延迟 ACK 定时器" in shown[0][0]
 
 
-def test_no_measurement_is_bad_input_saying_how_to_get_one(tmp_path):
-    path = _notebook(tmp_path / "gina.ipynb")
-    with pytest.raises(ParameterError, match="no measurement .*--scores") as caught:
-        grade_notebooks([path])
-    assert "gina.ipynb" in str(caught.value) and "run it" in str(caught.value)
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"not": "a summary"}')
-    with pytest.raises(ParameterError, match="--scores.*neither a summary nor scores"):
-        grade_notebooks([path], scores=bad)
-    with pytest.raises(ParameterError, match="--scores.*no such file"):
-        grade_notebooks([path], scores=tmp_path / "nowhere.json")
-    with pytest.raises(ParameterError, match="no case_id"):
-        grade_notebooks([_notebook(tmp_path / "h.ipynb", case_id=None)], scores=_summary(tmp_path, _scores()))
+def test_a_reference_that_lacks_an_item_is_refused_before_anything_is_released():
+    worksheet = read_worksheet(room("04-nagle-delayed-ack"))
+    with pytest.raises(ParameterError, match="measured nothing for diagnosis of split-nagle"):
+        autograde.scoring_cells(worksheet, {i.check: _ref(1.0) for i in worksheet.items[:2]}, "en", "x.ipynb")
 
 
-def test_every_grade_string_exists():
-    keys = set(json.loads((STRINGS_DIR / "en.json").read_text(encoding="utf-8")))
-    source = (Path(__file__).resolve().parents[2] / "lib/tcplab/report/grading.py").read_text()
-    used = set(re.findall(r"""["'](grade\.\w+)["']""", source)) | {f"grade.verdict.{v}" for v in VERDICTS}
-    assert used <= keys, sorted(used - keys)
-    assert Messages("en")("grade.verdict.not_measured") == "not measured"
+def test_every_grading_string_exists_in_english_and_chinese():
+    lib = Path(__file__).resolve().parents[2] / "lib" / "tcplab" / "report"
+    code = "".join((lib / f).read_text() for f in ("grading.py", "autograde.py", "worksheet.py", "page.py", "release.py"))
+    code += (lib / "templates" / "grade_item.html.j2").read_text()
+    used = set(re.findall(r"""["']((?:grade|autograde|worksheet|stamps|release)\.[\w.]+)["']""", code))
+    used |= {f"grade.verdict.{v}" for v in VERDICTS} | {f"worksheet.kind.{k}" for k in ("size", "duration", "label", "word")}
+    used = {k for k in used if not k.endswith((".", ".toml"))}
+    for language in ("en", "zh"):
+        assert used <= set(all_words(language)), (language, sorted(used - set(all_words(language))))
 
 
-# -- the command ------------------------------------------------------------------------------
+# -- the stamp of the first run -----------------------------------------------------------------------
 
-def _tcplab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tcplab.commands", "grade", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-
-
-def test_command_writes_json_html_and_csv(tmp_path):
-    alice = _notebook(tmp_path / "alice.ipynb", scores=_scores())
-    bob = _notebook(tmp_path / "bob.ipynb", worksheet='predictions = {"bottleneck": "link", "rtt after loss": 20}')
-    executed = _notebook(tmp_path / "executed.ipynb", worksheet=None, scores=_scores())
-    out = _tcplab(alice, bob, "--scores", executed, "-o", tmp_path / "out", cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    own = _tcplab(alice, "-o", tmp_path / "own", cwd=tmp_path)  # graded against its own run
-    assert own.returncode == 0 and "the notebook itself" in (tmp_path / "own" / "alice.grade.html").read_text()
-    lines = out.stdout.splitlines()
-    assert lines[0].startswith(f"alice ({CASE}): 3 of 5 right (60 %); 1 missing, 1 unknown, 0 not measured")
-    assert lines[1].startswith(f"bob ({CASE}): 0 of 1 right (0 %); 0 missing, 0 unknown, 1 not measured")
-    data = json.loads((tmp_path / "out" / "alice.grade.json").read_text())
-    assert data["schema"] == SCHEMA and data["case_id"] == CASE and data["student"] == "alice"
-    assert (data["score"], data["n_right"], data["n_scored"]) == (0.6, 3, 5)
-    assert data["items"][0] == {"check": "getsockopt after SO_SNDBUF 16KB", "unit": "B", "predicted": 32768,
-                                "measured": 32768, "tolerance": "exactly the measured value", "verdict": "right",
-                                "note": ""}
-    html = (tmp_path / "out" / "alice.grade.html").read_text()
-    assert "3 of 5 right (60 %)" in html and "32\u202f768 B" in html and 'class="verdict-wrong"' in html
-    assert "unknown check" in html and str(executed) in html
-    assert str(executed) in (tmp_path / "out" / "bob.grade.html").read_text()
-    with open(tmp_path / "out" / "grades.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    assert [(r["student"], r["verdict"]) for r in rows] == [
-        ("alice", "right"), ("alice", "wrong"), ("alice", "right"), ("alice", "missing"), ("alice", "right"),
-        ("alice", "unknown"), ("bob", "wrong"), ("bob", "not_measured")]
-    assert rows[1]["predicted"] == "2.5" and rows[1]["measured"] == "1.9" and rows[3]["predicted"] == ""
+def test_the_first_stamp_is_the_one_that_counts(tmp_path, monkeypatch):
+    monkeypatch.setattr(stamps, "last_worksheet", lambda: {"a": "1"})
+    first = stamps.record(CASE, tmp_path)
+    monkeypatch.setattr(stamps, "last_worksheet", lambda: {"a": "2"})
+    stamps.record(CASE, tmp_path)
+    with stamps.stamps_path(tmp_path, CASE).open("a") as f:
+        f.write("not json\n")
+    assert stamps.first_stamp(tmp_path, CASE)["answers"] == {"a": "1"} == first["answers"]
+    assert stamps.first_stamp(tmp_path, "00-path-check") is None
 
 
-def test_command_default_folder_is_grades(tmp_path):
-    _notebook(tmp_path / "alice.ipynb", scores=_scores())
-    out = _tcplab("alice.ipynb", cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert sorted(p.name for p in (tmp_path / "grades").iterdir()) == ["alice.grade.html", "alice.grade.json",
-                                                                       "grades.csv"]
+# -- a released checks cell --------------------------------------------------------------------------
+
+def test_a_released_checks_cell_keeps_what_was_measured_and_nothing_of_the_rules():
+    source = ("rtt_s = 0.02\nbound = 4 * rtt_s  # the model's ceiling\nspacing = measure()\n"
+              "checks = [\n    within('spacing', 1.5 * rtt_s, spacing * 1000, tolerance=0.5, relative=False, unit='ms'),\n"
+              "    at_least('slower', slow / base, bound),\n"
+              "    or_explained(equals('label', 'nagle-delayed-ack', run.label), run.odd, 'why'),\n"
+              "    *([check('traced', a > 2 * b, measured=a)] if traced else []),\n]\npage.publish('T', checks)\n")
+    kept = measurements_only(source)
+    assert kept.splitlines() == [
+        "spacing = measure()", "checks = [", "    measurement('spacing', spacing * 1000, unit='ms'),",
+        "    measurement('slower', slow / base),", "    measurement('label', run.label),",
+        "    *([measurement('traced', a)] if traced else []),", "]", "page.publish('T', checks)"]
 
 
-@pytest.mark.parametrize("make, name, said", [
-    (lambda d: _notebook(d / "nows.ipynb", worksheet=None, scores=_scores()), "NOTEBOOK",
-     "no cell is tagged worksheet"),
-    (lambda d: _notebook(d / "code.ipynb", worksheet='predictions = {"a": os.system("touch ran")}',
-                         scores=_scores()), "NOTEBOOK", "is code, not a literal"),
-    (lambda d: _notebook(d / "unrun.ipynb"), "NOTEBOOK", "no measurement"),
-    (lambda d: (d / "notes.ipynb").write_text("not a notebook") and d / "notes.ipynb", "NOTEBOOK", "not a notebook"),
-])
-def test_command_refuses_bad_input_with_exit_2_and_writes_nothing(tmp_path, make, name, said):
-    path = make(tmp_path)
-    good = _notebook(tmp_path / "good.ipynb", scores=_scores())
-    out = _tcplab(good, path, cwd=tmp_path)
-    assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
-    assert name in out.stderr and said in out.stderr and str(path) in out.stderr, out.stderr
-    assert "Traceback" not in out.stderr
-    assert not (tmp_path / "grades").exists() and not (tmp_path / "ran").exists()
-
-
-def test_command_refuses_unreadable_scores(tmp_path):
-    (tmp_path / "summary.json").write_text("{not json")
-    out = _tcplab(_notebook(tmp_path / "ivan.ipynb"), "--scores", tmp_path / "summary.json", cwd=tmp_path)
-    assert out.returncode == 2 and "--scores" in out.stderr and "unreadable" in out.stderr, out.stderr
-    assert not (tmp_path / "grades").exists()
-
+# -- the worksheet on a page ---------------------------------------------------------------------------
 
 def test_a_worksheet_is_shown_as_boxes_to_write_in():
     source = ("# predictions before the run\n"
@@ -385,7 +344,8 @@ def test_a_worksheet_is_shown_as_boxes_to_write_in():
     box = worksheet_box(source)
     assert box.count("<tr>") == 4 and '<td class="tcplab-answer"></td>' in box  # header + 3 rows, one blank
     assert '<td class="tcplab-answer">94.5</td>' in box and "Your prediction" in box
-    assert worksheet_box("predictions = {'a': os.system('x')}") is None  # not a worksheet: shown as it is
+    assert "nagle-delayed-ack, " in box or "sender-buffer-limited" in box  # the labels to choose from
+    assert worksheet_box("x = 1") is None  # not a worksheet: shown as it is
 
 
 #: What makes a worksheet line tell its answer: a range, a bound or a verdict in the question.
@@ -396,10 +356,6 @@ _GIVES_AWAY = re.compile(r"\bbetween\b|\d\s*[–-]\s*\d|[≤≥<>]|\bat (?:least
 def test_no_worksheet_line_states_what_it_asks():
     """A worksheet key is the check's name, which the student reads before the run: it names the
     quantity, and the rule stays in the checks table the page shows after the reveal."""
-    from tcplab.course import NOTEBOOKS, available_cases
     for case in available_cases():
-        notebook = nbformat.read(NOTEBOOKS / f"{case}.ipynb", as_version=4)
-        sheets = [c for c in notebook.cells if "worksheet" in c.metadata.get("tags", [])]
-        assert len(sheets) == 1, case
-        for check_name, _, _ in worksheet_rows(sheets[0].source):
-            assert not _GIVES_AWAY.search(check_name), (case, check_name)
+        for item in read_worksheet(room(case)).items:
+            assert not _GIVES_AWAY.search(item.check), (case, item.check)

@@ -18,11 +18,11 @@ import pytest
 
 from tcplab import i18n
 from tcplab.commands import main as tcplab
-from tcplab.course import NOTEBOOKS, ROOT
+from tcplab.course import ROOT, room
 from tcplab.report import prose
 from tcplab.units import ParameterError
 from tcplab.params import check_language
-from tcplab.words import STRINGS_DIR, Messages, languages
+from tcplab.words import Messages, all_words, languages
 
 CASE = "00-path-check"
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -30,62 +30,62 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 @pytest.fixture
 def course_copy(tmp_path) -> Path:
-    """A notebooks folder of one case and its committed zh translation, to change at will."""
-    notebooks = tmp_path / "notebooks"
-    (notebooks / "i18n" / "zh").mkdir(parents=True)
-    shutil.copy(NOTEBOOKS / f"{CASE}.ipynb", notebooks)
-    shutil.copy(i18n.translation_path(CASE, "zh"), notebooks / "i18n" / "zh")
-    return notebooks
+    """A course of one case, its room copied with its committed zh translation, to change at will."""
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "course.toml").write_text(f'cases = ["{CASE}"]\n')
+    shutil.copytree(room(CASE).folder, folder / CASE)
+    return folder
 
 
 def _first_markdown(nb) -> nbformat.NotebookNode:
     return next(c for c in nb.cells if c.cell_type == "markdown")
 
 
-def _check(notebooks: Path, *extra: str) -> int:
-    return tcplab(["i18n", "check", "--language", "zh", "--notebooks-dir", str(notebooks), *extra])
+def _check(course_dir: Path, *extra: str) -> int:
+    return tcplab(["i18n", "check", "--language", "zh", "--course-dir", str(course_dir), *extra])
 
 
 def test_a_changed_english_cell_makes_its_translation_stale(course_copy, capsys):
-    report = i18n.check("zh", notebooks_dir=course_copy)
+    report = i18n.check("zh", course_dir=course_copy)
     [case] = report.cases
     assert (case.case_id, case.stale, case.orphan, case.missing) == (CASE, [], [], [])
     assert _check(course_copy) == 0
 
-    path = course_copy / f"{CASE}.ipynb"
+    path = course_copy / CASE / f"{CASE}.ipynb"
     nb = nbformat.read(path, as_version=4)
     changed = _first_markdown(nb)
     changed.source += "\n\nOne more English sentence."
     nbformat.write(nb, path)
-    [case] = i18n.check("zh", notebooks_dir=course_copy).cases
+    [case] = i18n.check("zh", course_dir=course_copy).cases
     assert case.stale == [changed.id] and case.translated == case.total - 1
     capsys.readouterr()
     assert _check(course_copy) == 1
     assert f"stale (1): {changed.id}" in capsys.readouterr().out
     # The page keeps the English of a stale cell rather than an outdated translation.
-    shown = i18n.translate_notebook(nb, "zh", case_id=CASE, notebooks_dir=course_copy)
+    shown = i18n.translate_notebook(nb, "zh", case_id=CASE, course_dir=course_copy)
     assert _first_markdown(shown).source == changed.source
 
     # The translator is shown the new English, revises, and accepts: fresh again.
-    assert tcplab(["i18n", "stub", "--language", "zh", "--notebooks-dir", str(course_copy), "00"]) == 0
+    assert tcplab(["i18n", "stub", "--language", "zh", "--course-dir", str(course_copy), "00"]) == 0
     entry = i18n.read_translation(CASE, "zh", course_copy).cells[changed.id]
     assert entry["english"] == changed.source and entry["text"]
     assert _check(course_copy) == 1
-    assert tcplab(["i18n", "accept", "--language", "zh", "--notebooks-dir", str(course_copy), "00",
+    assert tcplab(["i18n", "accept", "--language", "zh", "--course-dir", str(course_copy), "00",
                    "--cell", changed.id]) == 0
     assert "english" not in i18n.read_translation(CASE, "zh", course_copy).cells[changed.id]
     assert _check(course_copy) == 0
 
 
 def test_missing_and_orphaned_cells(course_copy):
-    path = course_copy / f"{CASE}.ipynb"
+    path = course_copy / CASE / f"{CASE}.ipynb"
     nb = nbformat.read(path, as_version=4)
     added = nbformat.v4.new_markdown_cell("## A new section\n\nNot translated yet.")
     nb.cells.append(added)
     gone = _first_markdown(nb)
     nb.cells.remove(gone)
     nbformat.write(nb, path)
-    [case] = i18n.check("zh", notebooks_dir=course_copy).cases
+    [case] = i18n.check("zh", course_dir=course_copy).cases
     assert case.missing == [added.id] and case.orphan == [gone.id] and case.stale == []
     assert _check(course_copy) == 1  # an orphan fails
 
@@ -100,9 +100,9 @@ def test_missing_and_orphaned_cells(course_copy):
     entry = i18n.read_translation(CASE, "zh", course_copy).cells[added.id]
     assert added_entries == 1 and entry == {"source_sha256": i18n.source_sha256(added.source), "text": None,
                                             "english": added.source}
-    [case] = i18n.check("zh", notebooks_dir=course_copy).cases
+    [case] = i18n.check("zh", course_dir=course_copy).cases
     assert case.missing == [added.id]
-    assert i18n.translate_notebook(nb, "zh", case_id=CASE, notebooks_dir=course_copy).cells[-1].source == added.source
+    assert i18n.translate_notebook(nb, "zh", case_id=CASE, course_dir=course_copy).cells[-1].source == added.source
 
 
 def test_a_translated_notebook_replaces_exactly_the_fresh_markdown_cells():
@@ -170,9 +170,10 @@ def test_the_committed_zh_translations_are_in_step_with_the_english():
     missing = {c.case_id: c.missing for c in report.cases if c.missing}
     assert not missing and all(c.translated > 0 for c in report.cases), missing
     assert report.ok(strict=True), report.strings  # every string too
-    # zh.json is the flat file words.py reads, with every key of the English at the time of writing.
-    zh = json.loads((STRINGS_DIR / "zh.json").read_text(encoding="utf-8"))
-    assert all(isinstance(v, str) for v in zh.values())
+    # The zh words (shared and each room's) are flat files words.py reads, with every key of the
+    # English at the time of writing.
+    zh = all_words("zh")
+    assert all(isinstance(v, str) for v in zh.values()) and set(zh) == set(all_words("en"))
     assert Messages("zh")("language.tag") == "zh-CN" and Messages("en")("language.tag") == "en"
 
 
@@ -356,7 +357,7 @@ def test_latin_words_are_counted_outside_code_names_and_units():
 
 
 #: English words a zh page may still show outside the allow-list, per page: table cells and rule
-#: texts that a notebook's code writes in its own words (see the README, "Translations").
+#: texts that a notebook's code writes in its own words (see docs/translating.md).
 LATIN_LIMIT = {"00-path-check.html": 3, "05-zero-window.html": 2, "07-window-scaling.html": 2,
                "10-rate-limiting.html": 1, "handout.html": 5, "cheatsheet.html": 0}
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tcplab.course import available_cases, room
 from tcplab.i18n import translation_path
 from tcplab.report import parameters, prose
 from tcplab.report.html import render_cells
 from tcplab.words import languages
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-CASES = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
+CASES = available_cases()
 
 
 def _notebook(injected: dict | None = None) -> nbformat.NotebookNode:
@@ -53,10 +53,10 @@ def test_a_span_that_names_no_parameter_or_no_value_is_refused():
 def test_every_marked_value_shows_its_default_in_jupyterlab(case):
     """A reader of the notebook in JupyterLab sees the span's own words: they must be the
     default's, in every language, and name a parameter the notebook has."""
-    nb = nbformat.read(NOTEBOOKS / f"{case}.ipynb", as_version=4)
+    nb = nbformat.read(room(case).notebook, as_version=4)
     defaults = parameters.notebook_parameters(nb)
     texts = [c.source for c in nb.cells if c.cell_type == "markdown"]
-    for path in (translation_path(case, language, NOTEBOOKS) for language in languages() if language != "en"):
+    for path in (translation_path(case, language) for language in languages() if language != "en"):
         texts += [entry["text"] for entry in json.loads(path.read_text(encoding="utf-8"))["cells"].values()
                   if entry.get("text")]
     for text in texts:

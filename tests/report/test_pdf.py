@@ -36,7 +36,7 @@ def test_missing_chromium_is_a_clear_error(tmp_path):
 
 def test_missing_chromium_stops_a_build_before_anything_runs(tmp_path):
     with pytest.raises(ChromiumNotFound):
-        build_report([Case("alpha", notebook=OK_NOTEBOOK)], notebooks_dir=tmp_path,
+        build_report([Case("alpha", notebook=OK_NOTEBOOK)],
                      reports_dir=tmp_path / "r", chromium=tmp_path / "no-chromium",
                      progress=False)
     assert not (tmp_path / "r").exists()

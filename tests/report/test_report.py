@@ -109,7 +109,7 @@ def test_bad_arguments_are_refused_early(tmp_path):
     with pytest.raises(ValueError, match="formats"):
         render_only(["a"], reports_dir=tmp_path, formats=("docx",), progress=False)
     with pytest.raises(ValueError, match="edition"):
-        build_report([Case("a")], notebooks_dir=tmp_path, reports_dir=tmp_path,
+        build_report([Case("a")], reports_dir=tmp_path,
                      edition="teacher", formats=("html",), progress=False)
 
 

@@ -9,7 +9,7 @@ from tcplab.report.editions import EDITIONS
 from tcplab.report.handout import STATUSES
 from tcplab.report.templating import TEMPLATES_DIR, counter_content, css_string, format_value
 from tcplab.units import ParameterError
-from tcplab.words import STRINGS_DIR, Messages, choice_only_fields, speaking, template_fields
+from tcplab.words import Messages, all_words, choice_only_fields, speaking, template_fields
 
 
 def test_missing_translation_falls_back_to_english():
@@ -53,7 +53,7 @@ def test_a_word_agrees_with_the_number_the_page_writes():
     # translation must still fill in.
     assert "{" not in zh("diagnosis.line.captures", captures="1", flows="2", counts="x")
     assert template_fields("{n} {n|flow|flows}: {counts}") == {"n", "counts"}
-    english = json.loads((STRINGS_DIR / "en.json").read_text(encoding="utf-8"))
+    english = all_words("en")
     lone = [k for k, v in english.items() if not k.startswith(("error.", "pcap_error."))
             and re.search(r"\{\w+\} (?:times|round trips|segments|probes)\b|\w\(s\)", v)]
     assert not lone, lone  # a count's noun that cannot agree with it
@@ -102,13 +102,13 @@ def test_every_english_error_phrase_is_its_own_key():
     # Code writes its phrases in English and the strings file keys them by that text (the
     # templates by it with placeholders): an English value that differed would change the
     # English errors.
-    english = json.loads((STRINGS_DIR / "en.json").read_text(encoding="utf-8"))
+    english = all_words("en")
     phrases = {key: value for key, value in english.items() if key.startswith("error.")}
     assert len(phrases) >= 40 and all(key == f"error.{value}" for key, value in phrases.items())
 
 
 def test_every_key_used_in_templates_exists():
-    keys = set(json.loads((STRINGS_DIR / "en.json").read_text()))
+    keys = set(all_words("en"))
     used = set()
     for template in TEMPLATES_DIR.glob("*.j2"):
         used |= set(re.findall(r"""\bt\(\s*["']([\w.]+)["']""", template.read_text()))

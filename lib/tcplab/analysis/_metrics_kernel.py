@@ -35,6 +35,17 @@ DELAYED_ACK_MIN_S = 0.030
 MIN_GAP_S = 0.005
 #: A request/response flow has at least this many exchanges.
 MIN_EXCHANGES = 3
+#: A pause of the sender: no new data for this many segments' time at the goodput, and for
+#: ``MIN_PAUSE_S`` at least (TCP's own pacing spaces segments by about one).
+PAUSE_SEGMENTS, MIN_PAUSE_S = 4, 0.001
+#: Data this soon after an ACK was let out by it. Measured on the corpus's 8 KB send buffers
+#: (cubic and bbr, host 6.18, delay line): every pause ended 0.02-0.08 ms after an ACK.
+ACK_WAKE_S = 0.0005
+#: ... or within this share of the pause before it: a slower stack answers later (tcptrace's dsack
+#: trace: 2.4-3.5 ms after the ACK, after pauses of 58-460 ms).
+PAUSE_WAKE_SHARE = 0.1
+#: Fewer pauses than this say nothing of who ended them.
+MIN_PAUSES = 8
 A_ANY_RETRANSMISSION = A_RETRANSMISSION | A_FAST_RETRANSMISSION | A_SPURIOUS_RETRANSMISSION
 
 #: Integer results per flow (a row of ``out_i``), by column.
@@ -66,6 +77,9 @@ FLOAT_FIELDS = (
     "nagle_gap_median_s", "undelayed_rtt_s",
     "gap_s_ack_wait", "gap_s_application", "gap_s_nagle", "gap_s_peer_wait", "gap_s_receiver_window",
     "gap_s_timeout", "gap_s_zero_window",
+    # what a capture next to the receiver shows of the path, and what one next to the sender shows
+    # of its application (see _arrival_rate, _self_woken)
+    "arrival_rate_bps", "self_woken_share",
 )
 NI, NF = len(INT_FIELDS), len(FLOAT_FIELDS)
 
@@ -82,7 +96,8 @@ I_FIRST = 46  # + state code - 1
  F_LOSS_FRACTION, F_RESENT_FRACTION, F_ZW_S, F_IDLE, F_UNANSWERED, F_INFLIGHT_GROWTH, F_TURN_BYTES, F_TURN_WAIT,
  F_APP_GAP_S, F_APP_GAP_MEDIAN, F_NAGLE_GAP_S, F_NAGLE_GAP_MEDIAN, F_UNDELAYED) = range(30)
 F_GAP_S = 30  # + gap reason code
-assert I_FIRST + 6 == NI and F_GAP_S + 7 == NF
+F_ARRIVAL, F_SELF_WOKEN = 37, 38
+assert I_FIRST + 6 == NI and F_SELF_WOKEN + 1 == NF
 
 #: Gap reasons, coded in alphabetical order (the order pandas' groupby gives them).
 GAP_REASONS = ("ack-wait", "application", "nagle-delayed-ack", "peer-wait", "receiver-window",
@@ -424,6 +439,18 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
         rtt = _quantile(samples, 0.05)  # else the fastest data round trips: right next to the sender
     else:
         rtt = ts_rtt.min() if ts_rtt.size else nan
+    # Next to the receiver an ACK follows its data at once: the round trips are those of its
+    # own timestamps, echoed by the sender's next data (the whole path both ways, its queues too).
+    rx_time = np.empty(0)
+    rx_rtt = np.empty(0)
+    ack_min = rtt_min  # the fastest ACK: next to the receiver, its own answer without delay
+    if vantage == 2:  # its ACKs' own "round trips" are its ACK delay: not the path's
+        rx_time, rx_rtt = _ts_echo(rcv, data, t, ts_val[idx], ts_ecr[idx])
+        order_rx = np.argsort(rx_time, kind="mergesort")
+        rx_time, rx_rtt = rx_time[order_rx], rx_rtt[order_rx]
+        samples = rx_rtt
+        # The fastest round trip: the handshake's where it is faster (before any queue built).
+        rtt_min = min(samples.min(), hs) if samples.size and hs == hs else (samples.min() if samples.size else hs)
     of[F_RTT] = rtt
     of[F_RTT_MIN] = rtt_min
     of[F_RTT_MEDIAN] = _median(samples)
@@ -436,6 +463,9 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
     if mss <= 0:
         mss = ln[data].max() if nd else 0
     oi[I_MSS] = mss
+    # Segments in MSS units from the handshake: a TSO/GSO super-segment (captured at the sender
+    # before the NIC cuts it) or a GRO-coalesced one (at the receiver) counts as the segments it holds.
+    oi[I_DATA_PACKETS] = _segments(ln[data], mss)
     body = rcv[~syn[rcv]]
     rw_t = t[body]
     rw_raw = win_raw[idx][body]
@@ -488,14 +518,21 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
             delivered[k - 1] = cur - prev
         prev = cur
 
-    # --- bytes in flight
+    # --- bytes in flight: as Wireshark counts them where the capture sits, except next to the
+    # receiver, where they are estimated (_receiver_flight); and whether each reaches the window
     inflight = data[bif[idx][data] >= 0]
     in_t = t[inflight]
     in_b = bif[idx][inflight]
     for k in range(inflight.size):
         mask[inflight[k]] |= M_INFLIGHT
+    turn_t, turn_b = in_t, in_b  # turns are judged on what this capture saw in flight
+    if vantage == 2:
+        in_t, in_b, at_edge = _receiver_flight(data, resend, t, data_end, body, ak, rw_t, rw_b, mss, rx_time,
+                                               rx_rtt, rtt)
+    else:
+        at_edge = _at_window(in_t, in_b, rw_t, rw_b, mss)
     plateau = nan
-    if inflight.size:
+    if in_b.size:  # next to the receiver, the estimate may have none where Wireshark had some
         b = _search_many(edges, in_t, True) - 1  # np.digitize
         top = np.full(nedges + 1, -1, np.int64)  # bins -1 .. nedges - 1
         seen = np.zeros(nedges + 1, np.bool_)
@@ -541,10 +578,10 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
     for k in range(retx.size):
         mask[retx[k]] |= M_RETX
     retx_bytes = ln[retx].sum()
-    oi[I_RESENT] = resent.size
+    oi[I_RESENT] = _segments(ln[resent], mss)
     oi[I_RESENT_BYTES] = resent_bytes
     of[F_RESENT_FRACTION] = resent_bytes / payload if payload else 0.0
-    oi[I_RETX] = retx.size
+    oi[I_RETX] = _segments(ln[retx], mss)
     oi[I_RETX_BYTES] = retx_bytes
     of[F_LOSS_FRACTION] = retx_bytes / payload if payload else 0.0
     oi[I_FAST] = ((ex[data] & A_FAST_RETRANSMISSION) != 0).sum()
@@ -603,14 +640,25 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
 
     # --- idle gaps of the sender while data remains, each with the reason the packets suggest
     undelayed = nan  # a round trip without ACK delay: the handshake's or the fastest data ACK
-    for x in (rtt_min, hs):
+    for x in (ack_min, hs):
         if math.isfinite(x) and not (undelayed <= x):
             undelayed = x
     if undelayed != undelayed:
         undelayed = 0.0
     of[F_UNDELAYED] = undelayed
-    gap_start, gap_end, gap_out, gap_reason = _gaps(data, acks, t, sq, ln, ex, bif[idx], art, t1, rtt, mss, hs,
-                                                   share, dd, ack_t, ak, rw_t, rw_raw, rw_b, undelayed)
+    # Away from the sender, an ACK seen here reaches the sender, and what it sends in answer
+    # comes back here, this much later (the handshake tells where the capture sat).
+    lag = hs * (share if dd == 1 else 1 - share) if math.isfinite(share) and math.isfinite(hs) else 0.0
+    gap_start, gap_end, gap_out, gap_reason = _gaps(data, acks, t, sq, ln, ex, bif[idx], art, t1, rtt, mss, lag,
+                                                   ack_t, ak, rw_t, rw_raw, rw_b, undelayed)
+    if vantage == 2:
+        # Next to the receiver the sender's silences look like waits for ACKs (its own ACKs
+        # leave at once): one that began with the flight at the window was the window's.
+        for g in range(gap_reason.size):
+            if gap_reason[g] == R_ACK_WAIT or gap_reason[g] == R_APPLICATION:
+                j = _search(in_t, gap_start[g], True) - 1
+                if j >= 0 and at_edge[j]:
+                    gap_reason[g] = R_RECEIVER_WINDOW
     gap_dur = gap_end - gap_start
     of[F_IDLE] = _sum(gap_dur)
     for r in range(7):
@@ -646,7 +694,7 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
     # --- request / response: runs of one side's new data, each client run followed by a server run
     req = _requests(t, dr, ln, ex)
     oi[I_EXCHANGES] = req[0].size if req[6] else -1
-    turns, turn_bytes, turn_wait = _turns(req, dd, rtt, in_t, in_b, mss)
+    turns, turn_bytes, turn_wait = _turns(req, dd, rtt, turn_t, turn_b, mss)
     oi[I_TURNS] = turns
     of[F_TURN_BYTES] = turn_bytes
     of[F_TURN_WAIT] = turn_wait
@@ -677,7 +725,9 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
     oi[I_REVERSALS] = reversals
 
     # --- the limit each round trip shows
-    states = _round_states(edges, bin_s, sent, delivered, in_t, in_b, rw_t, rw_b, mss, gap_start, gap_end,
+    of[F_ARRIVAL] = _arrival_rate(data, resend, t, ln)
+    of[F_SELF_WOKEN] = _self_woken(acks, data, resend, t, goodput, mss, transfer, lag)
+    states = _round_states(edges, bin_s, sent, delivered, in_t, at_edge, gap_start, gap_end,
                            gap_reason, t[retx], resent_t, dup_times, rec_start, rec_end, zw_start, zw_end)
     for c in range(6):
         oi[I_ROUNDS + c] = 0
@@ -691,7 +741,16 @@ def _flow(idx, rel_time, dirn, seq, ack, length, tcp_flags, expert, win, win_raw
                 rank += 1
             oi[I_ROUNDS + c - 1] += 1
     return (mask, edges, sent, delivered, states, gap_start, gap_end, gap_out, gap_reason, zw_start, zw_end,
-            rec_start, rec_end, ts_time, ts_rtt, req)
+            rec_start, rec_end, ts_time, ts_rtt, req, in_t, in_b)
+
+
+@njit(cache=True)
+def _segments(lengths, mss):
+    """How many MSS-sized segments ``lengths`` of payload make (each at least one)."""
+    total = 0
+    for n in lengths:
+        total += max((n + mss - 1) // mss, 1) if mss > 0 else 1
+    return total
 
 
 @njit(cache=True)
@@ -736,8 +795,7 @@ def _ts_echo(data, rcv, t, tsv, tse):
 
 
 @njit(cache=True)
-def _gaps(data, acks, t, sq, ln, ex, bif, art, t1, rtt, mss, hs, share, dd, ack_t, ak, rw_t, rw_raw, rw_b,
-          undelayed):
+def _gaps(data, acks, t, sq, ln, ex, bif, art, t1, rtt, mss, lag, ack_t, ak, rw_t, rw_raw, rw_b, undelayed):
     """Silences of the sender within the transfer (data sent after every byte was
     acknowledged, and the wait before the first, are not part of it): start, end, bytes
     outstanding and reason code of each."""
@@ -755,9 +813,6 @@ def _gaps(data, acks, t, sq, ln, ex, bif, art, t1, rtt, mss, hs, share, dd, ack_
     ack_v = _cummax(ak[acks])
     if mss <= 0:
         mss = 1460
-    # Away from the sender, an ACK seen here reaches the sender, and what it sends in answer
-    # comes back here, this much later (the handshake tells where the capture sat).
-    lag = hs * (share if dd == 1 else 1 - share) if math.isfinite(share) and math.isfinite(hs) else 0.0
     ng = 0
     for i in range(m - 1):
         if not td[i + 1] - td[i] > threshold:
@@ -884,7 +939,121 @@ def _turns(req, dd, rtt, in_t, in_b, mss):
 
 
 @njit(cache=True)
-def _round_states(edges, bin_s, sent, delivered, in_t, in_b, rw_t, rw_b, mss, gap_start, gap_end, gap_reason,
+def _at_window(in_t, in_b, rw_t, rw_b, mss):
+    """Whether each in-flight sample reaches the receiver's advertised window (within 2 MSS):
+    against the window last advertised at or before it (of windows advertised at the same
+    instant, the last captured; pandas' unstable sort took any)."""
+    edge = np.zeros(in_t.size, np.bool_)
+    known = np.nonzero(~np.isnan(rw_b))[0]
+    if in_t.size and known.size:
+        order = known[np.argsort(rw_t[known], kind="mergesort")]
+        wt = rw_t[order]
+        wb = rw_b[order]
+        room = 2 * (mss if mss > 0 else 1460)
+        for k in range(in_t.size):
+            j = _search(wt, in_t[k], True) - 1
+            if j >= 0 and in_b[k] >= wb[j] - room:
+                edge[k] = True
+    return edge
+
+
+@njit(cache=True)
+def _receiver_flight(data, resend, t, data_end, body, ak, rw_t, rw_b, mss, rx_time, rx_rtt, rtt):
+    """Bytes in flight as a receiver can tell them: at each arrival of new data, the bytes the
+    sender had out beyond what the receiver had acknowledged one round trip before (the ACK the
+    sender was answering), and whether they reach the window that ACK advertised (within 2 MSS).
+    The round trip is the receiver's latest timestamp sample (the path as it is then, queues
+    included), else the handshake's; never the receiver's own ACK clock, which is instant here."""
+    n = data.size
+    out_t = np.empty(n)
+    out_b = np.empty(n, np.int64)
+    edge = np.zeros(n, np.bool_)
+    if body.size == 0:
+        return out_t[:0], out_b[:0], edge[:0]
+    acked = _cummax(ak[body])
+    room = 2 * (mss if mss > 0 else 1460)
+    m = 0
+    high = -1 << 62
+    for k in range(n):
+        if data_end[k] > high:
+            high = data_end[k]
+        if resend[k]:
+            continue
+        now = t[data[k]]
+        r = rtt
+        j = _search(rx_time, now, True) - 1
+        if j >= 0:
+            r = rx_rtt[j]
+        if not (r == r and r > 0):
+            continue
+        w = _search(rw_t, now - r, True) - 1  # the receiver's last word the sender had heard
+        if w < 0 or rw_b[w] != rw_b[w]:
+            continue
+        out_t[m] = now
+        out_b[m] = max(high - acked[w], 0)
+        edge[m] = out_b[m] >= rw_b[w] - room
+        m += 1
+    return out_t[:m], out_b[:m], edge[:m]
+
+
+@njit(cache=True)
+def _arrival_rate(data, resend, t, ln):
+    """The rate new data arrives at back to back: the median, over consecutive new segments, of a
+    segment's bytes over the time since the one before. Next to the receiver, behind a bottleneck,
+    the bottleneck's rate (a coalesced segment arrives as late as its parts would have); NaN
+    with fewer than 8 such pairs."""
+    rates = np.empty(data.size)
+    m = 0
+    prev = -1.0
+    for k in range(data.size):
+        if resend[k]:
+            continue
+        now = t[data[k]]
+        if prev >= 0 and now > prev:
+            rates[m] = 8.0 * ln[data[k]] / (now - prev)
+            m += 1
+        prev = now
+    return _median(rates[:m]) if m >= 8 else math.nan
+
+
+@njit(cache=True)
+def _self_woken(acks, data, resend, t, goodput, mss, transfer, lag):
+    """The share of the transfer the sender spent in pauses it ended by itself, not within
+    ``ACK_WAKE_S`` of an ACK (a pause: no new data for ``PAUSE_SEGMENTS`` segments' time at the
+    goodput, and ``MIN_PAUSE_S`` at least). A sender held by a window (its buffer, its congestion
+    window, the receiver's) resumes when an ACK opens it; an application writing at its own pace
+    resumes when it writes, and such pauses fill most of its transfer. (TCP's own pacing ends
+    pauses by a timer too, in a phase: bbr's drain after startup spaced segments 5 ms apart for
+    50 ms of a 1.7 s transfer at 10 Mbit/s; a resend within the pause is loss recovery's timer.)
+    Only next to the sender does the ACK arrive just before the data it lets out: ``lag`` (the
+    handshake's say of how far the capture sat from it) widens the wait that counts; NaN with
+    fewer than ``MIN_PAUSES`` pauses."""
+    if data.size < 2 or acks.size == 0 or not (goodput == goodput and goodput > 0 and transfer > 0):
+        return math.nan
+    ack_t = t[acks]
+    pause = max(PAUSE_SEGMENTS * 8.0 * (mss if mss > 0 else 1460) / goodput, MIN_PAUSE_S)
+    pauses = 0
+    woken = 0.0
+    prev = -1.0
+    recovering = False  # a resend within the pause: the loss's timers, not the application, woke it
+    for k in range(data.size):
+        if resend[k]:
+            recovering = True
+            continue
+        now = t[data[k]]
+        if prev >= 0 and now - prev > pause:
+            pauses += 1
+            j = _search(ack_t, now, True) - 1
+            answered = max(ACK_WAKE_S + 2 * lag, PAUSE_WAKE_SHARE * (now - prev))
+            if not recovering and (j < 0 or now - ack_t[j] > answered):
+                woken += now - prev
+        prev = now
+        recovering = False
+    return woken / transfer if pauses >= MIN_PAUSES else math.nan
+
+
+@njit(cache=True)
+def _round_states(edges, bin_s, sent, delivered, in_t, at_edge, gap_start, gap_end, gap_reason,
                   retx_t, resent_t, dup_t, rec_start, rec_end, zw_start, zw_end):
     """The limit each time bin (about one round trip) of the transfer shows, as a state code;
     each rule overrides the ones before it."""
@@ -895,21 +1064,12 @@ def _round_states(edges, bin_s, sent, delivered, in_t, in_b, rw_t, rw_b, mss, ga
     for k in range(nb):
         if sent[k] > 0 or delivered[k] > 0:
             state[k] = S_SENDER
-    # Bins where bytes in flight reach the receiver's advertised window (within 2 MSS): each
-    # in-flight sample against the window last advertised at or before it (of windows
-    # advertised at the same instant, the last captured; pandas' unstable sort took any).
-    known = np.nonzero(~np.isnan(rw_b))[0]
-    if in_t.size and known.size:
-        order = known[np.argsort(rw_t[known], kind="mergesort")]
-        wt = rw_t[order]
-        wb = rw_b[order]
-        room = 2 * (mss if mss > 0 else 1460)
-        for k in range(in_t.size):
-            j = _search(wt, in_t[k], True) - 1
-            if j >= 0 and in_b[k] >= wb[j] - room:
-                b = _search(start, in_t[k], True) - 1
-                if 0 <= b < nb:
-                    state[b] = S_RWND
+    # Bins where bytes in flight reach the receiver's advertised window (_at_window, _receiver_flight).
+    for k in range(in_t.size):
+        if at_edge[k]:
+            b = _search(start, in_t[k], True) - 1
+            if 0 <= b < nb:
+                state[b] = S_RWND
     half = 0.5 * bin_s
     for reason, code in ((R_RECEIVER_WINDOW, S_RWND), (R_ACK_WAIT, S_SENDER), (R_APPLICATION, S_APP),
                          (R_PEER_WAIT, S_APP), (R_NAGLE, S_NAGLE)):

@@ -75,12 +75,22 @@ ACK_WAIT_SHARE = 0.5
 #: "Far closer": a segment's time at the goodput at most this share of ``MIN_GAP_S`` (1.25 ms:
 #: goodput above ~9 Mbit/s for 1448-byte segments).
 ACK_CLOCK_SHARE = 0.25
+#: A sender that spent at least this share of its transfer in pauses it ended by itself, not at
+#: an ACK, was paced by its application's writes, not held by a window.
+APP_PACED_SHARE = 0.3
+#: Seen from the receiver, losses name a sender-side limit when at least this share of the round
+#: trips saw one (or a recovery): the congestion window they cut, not a buffer that met a stray drop.
+LOSS_ROUNDS = 0.2
+#: A standing queue: the typical round trip at least this many times the fastest, plus 2 ms.
+STANDING_QUEUE = RTT_QUEUE
+#: The qualifier a path-bandwidth verdict carries where its round trips wait in a standing queue.
+STANDING_QUEUE_QUALIFIER = "standing-queue"
 SENDER_SIDE = "sender-side"
 
 @dataclass(frozen=True)
 class DiagnosisContext(Params):
     """What a run knows that its capture alone does not, in stored units (bit/s, seconds,
-    bytes); every field may be unset. :meth:`from_run` reads it from a run record."""
+    bytes); every field may be unset. :meth:`of` reads it from what a run record says."""
 
     rate_bps: float | None = param("float", None, "the path's configured rate, bit/s", low=0.0, low_open=True,
                                    optional=True)
@@ -100,11 +110,12 @@ class DiagnosisContext(Params):
                                         "memory (nstat PruneCalled + RcvPruned)", low=0, optional=True)
 
     @classmethod
-    def from_run(cls, run: Any) -> "DiagnosisContext":
-        """From a run record (:class:`tcplab.runs.Run`): its path, the sockets its programs
-        read back, and the receiver's kernel counters."""
-        workload, spec = run.workload, run.spec
-        sockets = (run.app.sockets if run.app is not None else None) or {}
+    def of(cls, *, spec: Any, workload: Any, app: Any, counters: Mapping[str, Mapping[str, int]] | None = None
+           ) -> "DiagnosisContext":
+        """From what a run record says (its path's :class:`~tcplab.lab.PathSpec`, its workload,
+        the sockets its programs read back, the kernel counters it moved): ``Trial.diagnosis_context``
+        of a case's run."""
+        sockets = (app.sockets if app is not None else None) or {}
         sends, receives = sockets.get(workload.sender(), {}), sockets.get(workload.receiver(), {})
         out: dict[str, Any] = {"rate_bps": spec.rate, "rtt_s": 2 * spec.one_way_delay or None,
                                "cc": sends.get("cc") or None, "mtu": spec.mtu}
@@ -112,8 +123,8 @@ class DiagnosisContext(Params):
             out["sndbuf"], out["sndbuf_effective"] = sends["sndbuf_requested"], sends["sndbuf"]
         if receives.get("rcvbuf_requested"):
             out["rcvbuf"], out["rcvbuf_effective"] = receives["rcvbuf_requested"], receives["rcvbuf"]
-        if run.counters:
-            moved = run.counters.get(workload.receiver(), {})
+        if counters:
+            moved = counters.get(workload.receiver(), {})
             out["receiver_prunes"] = int(moved.get("TcpExtPruneCalled", 0) + moved.get("TcpExtRcvPruned", 0))
         return cls(**out)
 
@@ -137,13 +148,16 @@ class Diagnosis:
     summary: str
     metrics: FlowMetrics = field(repr=False)
     caveats: list[str] = field(default_factory=list)  # what the capture lacks; also in sentences
+    #: What the label carries beside it (``standing-queue``: round trips grown behind a full bottleneck queue).
+    qualifiers: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         from .metrics import _json_ready
 
         return {"label": self.label, "title": self.title, "explanation": self.explanation,
                 "limits": [[k, v] for k, v in self.limits], "evidence": _json_ready(self.evidence),
-                "sentences": self.sentences, "caveats": self.caveats, "summary": self.summary,
+                "sentences": self.sentences, "caveats": self.caveats, "qualifiers": self.qualifiers,
+                "summary": self.summary,
                 "metrics": self.metrics.to_dict()}
 
 
@@ -201,6 +215,8 @@ class _Reasoner:
         self._cwnd_reason: str | None = None  # set when the split finds the cwnd holding the sender
         self._window_held_by_queue = False  # set when a queue outranks the receiver's full window
         self._acks_held = False  # set when round trips grow more than any queue at the path's rate can make them
+        self._paced = False  # set when the split finds the application's writes pacing the sender
+        self.qualifiers: list[str] = []
 
     # --- the decision ------------------------------------------------------------------------
     def conclude(self) -> Diagnosis:
@@ -216,14 +232,14 @@ class _Reasoner:
             silent = m.unanswered_s / m.duration_s
             limits = {"peer-unresponsive": silent,
                       **{k: v * (1 - silent) for k, v in shares.items() if v * (1 - silent) > 0}}
-            return self._done("peer-unresponsive", limits, self._peer_unresponsive())
+            return self._done("peer-unresponsive", limits, self._peer_unresponsive(silent))
         if m.zero_window_s > 0 and shares.get("zero-window", 0.0) >= MIN_SHARE:
             return self._done("zero-window", shares, self._zero_window(shares["zero-window"]))
         if m.data_packets < MIN_DATA_PACKETS:
             return self._done("undetermined", shares, self._say("undetermined-few", data_packets=m.data_packets))
         best, share = next(iter(shares.items()), ("undetermined", 0.0))
         if self._short_transfer() and best in (SENDER_SIDE, "receiver-window-limited"):
-            return self._done("slow-start", shares, self._slow_start())
+            return self._done("slow-start", shares, self._slow_start(share))
         if share < MIN_SHARE:
             name = best if best != SENDER_SIDE else self.words("diagnosis.sender_side")
             return self._done("undetermined", shares, self._say("undetermined-weak", best=name, share=format_share(share)))
@@ -244,7 +260,7 @@ class _Reasoner:
             return self._done(label, shares, self._pending)
         if label != best and label in shares:
             share = shares[label]  # the label's own round trips, not the sender side's
-        return self._done(label, shares, getattr(self, "_" + label.replace("-", "_"))(share))
+        return self._done(label, shares, EVIDENCE[label](self, share))
 
     def _split_sender_side(self) -> str:
         m = self.m
@@ -257,9 +273,13 @@ class _Reasoner:
             return "path-bandwidth"
         if self.turns is not None:
             return "application-limited"
+        if m.vantage == "sender" and m.facts.self_woken_share >= APP_PACED_SHARE:
+            # It resumed sending when it wrote, not when an ACK opened a window: the writes set
+            # the pace, whatever the kernel's counters say of buffers.
+            self._paced = True
+            return "application-limited"
         if m.vantage == "receiver" and not tel:
-            self._pending = self._say("undetermined-vantage")
-            return "undetermined"
+            return self._split_at_the_receiver()
         growth = self._rtt_growth()
         if growth >= RTT_QUEUE:
             if self._ack_wait_share() < ACK_WAIT_SHARE:
@@ -279,6 +299,30 @@ class _Reasoner:
             return "sender-buffer-limited"
         self._pending = self._say("undetermined-rtt", rtt_min=_dur(m.rtt_min_s), rtt_p90=_dur(m.rtt_p90_s))
         return "undetermined"
+
+    def _split_at_the_receiver(self) -> str:
+        """The sender side seen from the receiver, whose bytes in flight are an estimate: the
+        path where data arrives back to back at a steady rate behind a queue, the losses where
+        it saw holes, the congestion window where the flight keeps growing; a sender's buffer
+        and a congestion window that stopped growing look alike here."""
+        m = self.m
+        if self._arrivals_fill_the_path() and (self._rtt_growth() >= RTT_QUEUE or _lost(m)):
+            return "path-bandwidth"
+        if _lost(m) and m.facts.rounds.get("congestion-loss", 0) >= LOSS_ROUNDS * sum(m.facts.rounds.values()):
+            return "congestion-loss"
+        if self.inflight_growth >= INFLIGHT_GROWTH:
+            # The bytes arriving per round trip keep growing: a window still opening, which a
+            # fixed send buffer never is (the estimate follows the sender's flight).
+            self._cwnd_reason = "growth"
+            return "cwnd-limited"
+        self._pending = self._say("undetermined-vantage", **self._common())
+        return "undetermined"
+
+    def _arrivals_fill_the_path(self) -> bool:
+        """Next to the receiver: the goodput is at least ``PATH_RATE_SHARE`` of the rate new data
+        arrives at back to back (the bottleneck's), so the bottleneck was hardly ever idle."""
+        rate = self.m.facts.arrival_rate_bps
+        return math.isfinite(rate) and rate > 0 and self.m.goodput_bps >= PATH_RATE_SHARE * rate
 
     def _queue_holds_the_window(self) -> bool:
         """Round trips growing behind a queue while the receiver's window is full, and far less
@@ -414,7 +458,11 @@ class _Reasoner:
         self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, predicted_bps=predicted, goodput_bps=m.goodput_bps,
                              rtt_s=self.rtt)
         return self._say("receiver-window-limited", share=format_share(share), predicted=_rate_bytes(predicted),
-                         **self._common()) + self._telemetry()
+                         **self._common()) + self._receiver_flight() + self._telemetry()
+
+    def _receiver_flight(self) -> list[str]:
+        """How bytes in flight were counted where the capture sat next to the receiver."""
+        return self._say("receiver-flight", rtt=_dur(self.m.rtt_s)) if self.m.vantage == "receiver" else []
 
     def _receiver_acks_held(self, share: float) -> list[str]:
         """The window is full and the round trips grow, but by more than a queue at the path's
@@ -437,7 +485,7 @@ class _Reasoner:
         self.evidence.update(window_scaling=m.window_scaling, rwnd_max_bytes=m.rwnd_max_bytes,
                              predicted_bps=predicted, goodput_bps=m.goodput_bps, rtt_s=self.rtt)
         return self._say("window-scaling-absent", window_scaling=self.words.cell(m.window_scaling),
-                         predicted=_rate_bytes(predicted), **self._common())
+                         predicted=_rate_bytes(predicted), **self._common()) + self._receiver_flight()
 
     def _zero_window(self, share: float) -> list[str]:
         m = self.m
@@ -447,7 +495,7 @@ class _Reasoner:
                          share=format_share(m.zero_window_s / m.duration_s if m.duration_s else 0.0),
                          persist_probes=m.persist_probes, window_updates=m.window_updates) + self._pruned()
 
-    def _peer_unresponsive(self) -> list[str]:
+    def _peer_unresponsive(self, share: float) -> list[str]:
         m = self.m
         self.evidence.update(unanswered_s=m.unanswered_s, unanswered_resends=m.unanswered_resends,
                              acked_bytes=m.acked_bytes, timeouts=m.timeouts)
@@ -482,6 +530,11 @@ class _Reasoner:
             self.evidence.update(rate_bps=rate, max_goodput_bps=best)
             out += self._say("path-bandwidth-rate", goodput=self._goodput(), rate_share=format_share(m.goodput_bps / best),
                              rate=format_rate(rate), max_goodput=_rate_bytes(best))
+        if m.vantage == "receiver" and self._arrivals_fill_the_path():
+            rate_in = m.facts.arrival_rate_bps
+            self.evidence.update(arrival_rate_bps=rate_in)
+            out += self._say("path-bandwidth-arrivals", arrivals=_rate_bytes(rate_in),
+                             share=format_share(m.goodput_bps / rate_in), goodput=self._goodput())
         if self._window_held_by_queue:
             predicted = self._predicted(m.rwnd_median_bytes)
             self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, predicted_bps=predicted)
@@ -491,7 +544,24 @@ class _Reasoner:
         if _lost(m):
             key = "path-bandwidth-overflow" if self._at_path_rate() else "path-bandwidth-queue-loss"
             out += self._say(key, resent=_resends(m), loss=format_share(_loss_share(m)))
-        return out
+        return out + self._standing_queue()
+
+    def _standing_queue(self) -> list[str]:
+        """A queue that stays: the typical round trip (median) grown past the fastest by
+        ``STANDING_QUEUE`` (plus 2 ms). Its delay is the median's excess; its size what the
+        goodput puts into that time. The latency every packet of the path pays, said beside
+        the verdict (the ``standing-queue`` qualifier)."""
+        m = self.m
+        if not (math.isfinite(m.rtt_median_s) and math.isfinite(m.rtt_min_s) and m.rtt_min_s > 0) or \
+                m.rtt_median_s - 0.002 < STANDING_QUEUE * m.rtt_min_s:
+            return []
+        delay = m.rtt_median_s - m.rtt_min_s
+        size = delay * m.goodput_bps / 8 if math.isfinite(m.goodput_bps) else math.nan
+        self.qualifiers.append(STANDING_QUEUE_QUALIFIER)
+        self.evidence.update(queue_delay_s=delay, queue_bytes=size, rtt_median_s=m.rtt_median_s, rtt_min_s=m.rtt_min_s)
+        return self._say("path-bandwidth-standing-queue", queue=_dur(delay), size=_size(size),
+                         rtt_median=_dur(m.rtt_median_s), rtt_min=_dur(m.rtt_min_s),
+                         times=f"{m.rtt_median_s / m.rtt_min_s:.1f}")
 
     def _pruned(self) -> list[str]:
         """A receiver short of memory closes its window and drops what it cannot queue: the
@@ -517,7 +587,12 @@ class _Reasoner:
                                  peer_wait_median_s=wait, rtt_s=self.rtt, goodput_bps=m.goodput_bps)
             out += self._say("application-exchanges", exchanges=turns, message=_size(f.turn_bytes_median),
                              wait=_dur(wait), rtt=_dur(self.rtt), goodput=self._goodput())
-        if f.app_gaps or turns is None:
+        if self._paced:
+            self.evidence.update(self_woken_share=f.self_woken_share, goodput_bps=m.goodput_bps,
+                                 inflight_max_bytes=m.inflight_max_bytes)
+            out += self._say("application-paced", share=format_share(f.self_woken_share), goodput=self._goodput(),
+                             inflight_max=_size(m.inflight_max_bytes), rtt=_dur(self.rtt))
+        if f.app_gaps or (turns is None and not self._paced):
             out += self._gap_evidence("application-limited", f.app_gaps, f.app_gap_s, f.app_gap_median_s, share)
             if f.peer_wait_gaps:
                 out += self._say("application-peer-wait", n_woken=f.peer_wait_gaps)
@@ -559,7 +634,7 @@ class _Reasoner:
         f = self.m.facts
         return self._gap_evidence("nagle-delayed-ack", f.nagle_gaps, f.nagle_gap_s, f.nagle_gap_median_s, share)
 
-    def _slow_start(self) -> list[str]:
+    def _slow_start(self, share: float) -> list[str]:
         m = self.m
         rounds = m.transfer_s / m.rtt_s
         self.evidence.update(transfer_s=m.transfer_s, rounds=rounds, inflight_max_bytes=m.inflight_max_bytes)
@@ -593,7 +668,8 @@ class _Reasoner:
         summary = self.words("diagnosis.summary", title=title, evidence=self.words("diagnosis.evidence_separator").join(sentences))
         return Diagnosis(label=label, title=title, explanation=self.words(f"label.{label}.explanation"),
                          limits=sorted(limits.items(), key=lambda kv: -kv[1]), evidence=self.evidence,
-                         sentences=sentences, summary=summary, metrics=self.m, caveats=caveats)
+                         sentences=sentences, summary=summary, metrics=self.m, caveats=caveats,
+                         qualifiers=self.qualifiers if label == "path-bandwidth" else [])
 
     def _caveats(self) -> list[str]:
         """What the capture lacks or holds twice, said beside any verdict it qualifies."""
@@ -621,6 +697,27 @@ class _Reasoner:
         if label in ("sender-buffer-limited", "path-bandwidth", "slow-start", "application-limited"):
             return label
         return SENDER_SIDE
+
+
+#: Each label's evidence: the method of :class:`_Reasoner` that gathers its numbers and says them,
+#: given the label's share of the transfer. Every label but "undetermined" (whose evidence is
+#: what the rules found missing) has one; checked below, at import.
+EVIDENCE = {
+    "sender-buffer-limited": _Reasoner._sender_buffer_limited,
+    "receiver-window-limited": _Reasoner._receiver_window_limited,
+    "zero-window": _Reasoner._zero_window,
+    "congestion-loss": _Reasoner._congestion_loss,
+    "path-bandwidth": _Reasoner._path_bandwidth,
+    "application-limited": _Reasoner._application_limited,
+    "nagle-delayed-ack": _Reasoner._nagle_delayed_ack,
+    "window-scaling-absent": _Reasoner._window_scaling_absent,
+    "slow-start": _Reasoner._slow_start,
+    "cwnd-limited": _Reasoner._cwnd_limited,
+    "peer-unresponsive": _Reasoner._peer_unresponsive,
+}
+if set(EVIDENCE) != set(LABELS) - {"undetermined"}:
+    raise ImportError(f"diagnosis labels without evidence: {sorted(set(LABELS) - {'undetermined'} - set(EVIDENCE))}; "
+                      f"evidence without a label: {sorted(set(EVIDENCE) - set(LABELS))}")
 
 
 def _resends(m: FlowMetrics) -> int:

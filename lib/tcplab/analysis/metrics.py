@@ -52,7 +52,10 @@ class FlowFacts(NamedTuple):
     with their median size and the median wait between them; gap counts, total and median
     seconds for the application's silences (``application`` and ``peer-wait``) and for Nagle
     stalls; ``inflight_growth``: bytes in flight (p90) in the last quarter of the transfer
-    over the second; ``ts_samples``: round trips measured from TCP timestamps. (A named
+    over the second; ``ts_samples``: round trips measured from TCP timestamps;
+    ``arrival_rate_bps``: the rate new data arrives at back to back (next to the receiver, the
+    bottleneck's); ``self_woken_share``: the share of the transfer the sender spent in pauses
+    it ended by itself, not at an ACK (next to the sender). (A named
     tuple: --all makes one per flow, and a frozen dataclass costs several times more.)"""
 
     rounds: dict[str, int]
@@ -68,6 +71,8 @@ class FlowFacts(NamedTuple):
     nagle_gap_median_s: float
     inflight_growth: float
     ts_samples: int
+    arrival_rate_bps: float = math.nan
+    self_woken_share: float = math.nan
 
 
 @dataclass
@@ -370,7 +375,8 @@ def _metrics(info: _FlowInfo, k: int, oi: list, of: list, duplicates: int, *, te
         app_gap_s=of[K.F_APP_GAP_S], app_gap_median_s=of[K.F_APP_GAP_MEDIAN],
         peer_wait_gaps=oi[K.I_GAPS + K.R_PEER_WAIT], nagle_gaps=oi[K.I_GAPS + K.R_NAGLE],
         nagle_gap_s=of[K.F_NAGLE_GAP_S], nagle_gap_median_s=of[K.F_NAGLE_GAP_MEDIAN],
-        inflight_growth=of[K.F_INFLIGHT_GROWTH], ts_samples=oi[K.I_TS_SAMPLES])
+        inflight_growth=of[K.F_INFLIGHT_GROWTH], ts_samples=oi[K.I_TS_SAMPLES], arrival_rate_bps=of[K.F_ARRIVAL],
+        self_woken_share=of[K.F_SELF_WOKEN])
     summary, tel = {}, None
     if telemetry is not None and len(telemetry):
         summary, tel = _telemetry(telemetry, info, k, dd)
@@ -402,7 +408,7 @@ _ROUNDS = tuple((label, K.I_ROUNDS + c - 1, K.I_FIRST + c - 1) for c, label in e
 def _series(cols: _Columns, idx: np.ndarray, raw: tuple, out_i: np.ndarray, out_f: np.ndarray) -> dict[str, Any]:
     """One flow's series as DataFrames, from the kernel's masks and arrays (``idx``: its packets)."""
     (mask, edges, sent, delivered, states, g_start, g_end, g_out, g_reason, zw_start, zw_end, rec_start, rec_end,
-     ts_time, ts_rtt, req) = raw
+     ts_time, ts_rtt, req, in_t, in_b) = raw
     bin_s = float(out_f[_F["bin_s"]])
 
     def rows(bit: int) -> np.ndarray:
@@ -414,7 +420,8 @@ def _series(cols: _Columns, idx: np.ndarray, raw: tuple, out_i: np.ndarray, out_
     out: dict[str, Any] = {}
     out["throughput"] = pd.DataFrame({"time": edges[:-1], "sent_bps": 8 * sent / bin_s,
                                       "delivered_bps": 8 * delivered / bin_s})
-    out["inflight"] = pd.DataFrame({"time": col("rel_time", K.M_INFLIGHT), "bytes": col("bytes_in_flight", K.M_INFLIGHT)})
+    # Wireshark's bytes in flight where the capture sits; next to the receiver, the estimate.
+    out["inflight"] = pd.DataFrame({"time": in_t, "bytes": in_b})
     win = col("win", K.M_RWND)
     out["rwnd"] = pd.DataFrame({"time": col("rel_time", K.M_RWND),
                                 "bytes": np.where(win >= 0, win, np.nan).astype(float),

@@ -25,7 +25,7 @@ __all__ = [
     "SOCK_MIN_SNDBUF", "SOCK_MIN_RCVBUF", "INT_MAX",
     "bdp", "window_limited_throughput", "effective_sndbuf", "effective_rcvbuf", "window_from_space",
     "window_from_space_scaling_ratio", "window_from_space_on", "uses_scaling_ratio", "kernel_version",
-    "SCALING_RATIO_SINCE", "rwnd_limited_throughput", "initial_window", "mss_for_mtu",
+    "SCALING_RATIO_SINCE", "rwnd_limited_throughput", "initial_window", "mss_for_mtu", "line_ceiling",
     "max_goodput", "transfer_time", "mathis_throughput", "NagleVerdict", "nagle_stall",
 ]
 
@@ -259,6 +259,17 @@ def max_goodput(rate_bps: float, mtu: int = 1500, ts: bool = True, *, link_overh
     rate_bps = _positive("rate", rate_bps, "bit/s")
     link_overhead = _whole("link_overhead", link_overhead, 0, 1024, "bytes")
     return rate_bps * mss_for_mtu(mtu, ts) / (mtu + link_overhead)
+
+
+def line_ceiling(rate_bps: float, span_s: float, mtu: int = 1500, ts: bool = True, *,
+                 link_overhead: int = ETHERNET_HEADER) -> float:
+    """The most payload (bit/s) a rate measured over ``span_s`` seconds past a transfer's start on
+    a line of ``rate_bps`` can show: the line's payload ceiling (:func:`max_goodput`) plus the
+    measurement's resolution, one segment over the span (where the span's ends fall between the
+    ACKs or reads that count its bytes, one segment more or less lands inside). A rate measured
+    from a transfer's first byte may be higher by what the shaper's full bucket let out at once."""
+    span_s = _positive("span", span_s, "s")
+    return max_goodput(rate_bps, mtu, ts, link_overhead=link_overhead) + 8 * mss_for_mtu(mtu, ts) / span_s
 
 
 # ------------------------------------------------------------------ whole transfers

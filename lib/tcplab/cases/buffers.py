@@ -10,10 +10,9 @@ and in replay.
 
 from __future__ import annotations
 
-import contextlib
-import re
 import tempfile
-from typing import Any, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -21,14 +20,14 @@ import pandas as pd
 from ..analysis import theory
 from ..analysis.table import flow_view
 from ..lab import PathSpec, sysctl, tracefs
+from ..lab.sysctl import RMEM_MAX, TCP_RMEM, TCP_WMEM, WMEM_MAX, socket_buffer_settings
+from ..observe.sendmsg import parse_sendmsg, sendmsg_trace
 from ..observe.ss import SENDING_STATES
-from ..words import Messages
 from .trial import Trial
 
 __all__ = ["send_wait", "burst_starts", "burst_spacing", "advertised_windows",
            "handshake_wscale", "handshake_window", "scaling_ratios", "sendbuf_row", "filling_frame", "rcvbuf_row", "goodput_frame",
-           "parse_sendmsg", "sendmsg_summary", "sendmsg_trace", "trace_sendmsg",
-           "WMEM_MAX", "RMEM_MAX", "read_limits", "BufferLimits"]
+           "sendmsg_summary", "trace_sendmsg", "WMEM_MAX", "RMEM_MAX", "BufferLimits", "LimitChange"]
 
 
 def send_wait(trial: Trial) -> dict[str, float]:
@@ -195,28 +194,6 @@ def goodput_frame(trials: Any) -> pd.DataFrame:
 
 # --------------------------------------------------------------- how tcp_sendmsg fills buffers
 
-_SENDMSG = re.compile(r"^\s*(?P<comm>\S+)-(?P<pid>\d+)\s.*tcp_sendmsg_locked: skb_addr (?P<addr>\S+) "
-                      r"skb_len (?P<len>-?\d+) msg_left (?P<left>\d+) size_goal (?P<goal>\d+)")
-
-
-def parse_sendmsg(text: str, *, comm: str = "python") -> pd.DataFrame:
-    """The ``tcp:tcp_sendmsg_locked`` events of the busiest ``comm`` process in a trace.
-
-    The event has no socket identity, so the sender is told apart by its process: the
-    busiest process named ``comm`` (tcplab's side programs run as "python"). One row per
-    turn of the copy loop in ``tcp_sendmsg_locked``: the write queue's tail buffer
-    (``addr`` 0: the queue is empty), its length, the bytes of the call still to copy, the
-    size goal."""
-    rows = [m.groupdict() for m in map(_SENDMSG.match, text.splitlines()) if m and m["comm"] == comm]
-    frame = pd.DataFrame(rows, columns=["comm", "pid", "addr", "len", "left", "goal"])
-    if frame.empty:
-        return frame
-    frame[["pid", "len", "left", "goal"]] = frame[["pid", "len", "left", "goal"]].astype(int)
-    frame["addr"] = frame["addr"].map(lambda a: int(a, 16))
-    busiest = frame["pid"].value_counts().idxmax()
-    return frame[frame["pid"] == busiest].reset_index(drop=True)
-
-
 def sendmsg_summary(events: pd.DataFrame, writes: int) -> dict[str, float]:
     """What each turn of the copy loop found at the tail of the write queue, for ``writes``
     application writes. Only a new buffer is checked against ``sk_sndbuf`` (a turn that
@@ -236,25 +213,6 @@ def sendmsg_summary(events: pd.DataFrame, writes: int) -> dict[str, float]:
     }
 
 
-@contextlib.contextmanager
-def sendmsg_trace() -> Iterator[Callable[[], str]]:
-    """Record ``tcp:tcp_sendmsg_locked`` in a private tracefs instance (removed on exit, and by
-    ``tcplab cleanup`` if this process dies); yields a function that returns the trace text."""
-    if not tracefs.ensure_tracefs():
-        raise RuntimeError("tracefs is not available")
-    instance = tracefs.new_instance()
-    instance.mkdir()
-    enable = instance / "events" / "tcp" / "tcp_sendmsg_locked" / "enable"
-    try:
-        (instance / "buffer_size_kb").write_text("4096")
-        enable.write_text("1")
-        yield lambda: (instance / "trace").read_text()
-    finally:
-        with contextlib.suppress(OSError):
-            enable.write_text("0")
-        instance.rmdir()
-
-
 def trace_sendmsg(path: Any, workload: Any) -> dict[str, float] | None:
     """Run ``workload`` once on a live ``path`` (not recorded, no capture) while tracing how
     the sender's ``send()`` calls fill the send buffer; :func:`sendmsg_summary` of it, or
@@ -271,24 +229,18 @@ def trace_sendmsg(path: Any, workload: Any) -> dict[str, float] | None:
 
 # --------------------------------------------------------------- the machine's buffer limits
 
-#: The host-global ceilings of ``SO_SNDBUF`` and ``SO_RCVBUF`` (man 7 socket). Stock Linux
-#: has 212992 for both; distributions and tuned hosts often more, so a case never assumes.
-WMEM_MAX, RMEM_MAX = "net.core.wmem_max", "net.core.rmem_max"
-#: The autotuning maxima beside them (per namespace; a new namespace starts with the host's).
-TCP_RMEM, TCP_WMEM = "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"
+@dataclass(frozen=True)
+class LimitChange:
+    """What a case's variants did with one buffer limit (``net.core.wmem_max``, ``rmem_max``)."""
 
-
-def read_limits() -> dict[str, Any]:
-    """The buffer limits of the kernel this runs in: wmem_max and rmem_max (ints), tcp_rmem
-    and tcp_wmem (as the kernel prints them, "min default max")."""
-    return {**sysctl.buffer_limits(), **{key: " ".join(sysctl.read(key).split()) for key in (TCP_RMEM, TCP_WMEM)}}
-
-
-def _plural(labels: list[str], t: Messages) -> str:
-    if len(labels) == 1:
-        return t("buffers.variant", names=labels[0])
-    names = t("buffers.list_comma").join(labels[:-1]) + t("buffers.list_and") + labels[-1]
-    return t("buffers.variants", names=names)
+    key: str
+    #: The value found before the runs, and read again after them.
+    found: int
+    after: int
+    #: The largest buffer a variant asked for of this limit (None: none asked).
+    asked: int | None
+    #: The values variants ran with instead of ``found`` (raised or lowered for their path), and which.
+    changed: dict[int, list[str]]
 
 
 class BufferLimits:
@@ -307,13 +259,13 @@ class BufferLimits:
         limits = buffers.BufferLimits(lab)
         fixed = Bulk(size=size, sndbuf="256KB")
         lab.run("sndbuf-256KB", fixed, path=limits.spec(spec, fixed))
-        Markdown(limits.note())     # what was found, raised and restored, from the runs
+        page.limits_note(limits)   # what was found, raised and restored, from the runs
     """
 
     def __init__(self, lab: Any) -> None:
         self.lab = lab
         #: The limits as the case found them, before any of its runs.
-        self.found: dict[str, Any] = lab.keep("buffer limits", read_limits)
+        self.found: dict[str, Any] = lab.keep("buffer limits", socket_buffer_settings)
         self._after: dict[str, Any] | None = None
 
     @property
@@ -361,43 +313,23 @@ class BufferLimits:
     def after(self) -> dict[str, Any]:
         """The limits read again once the case's runs are over (kept too)."""
         if self._after is None:
-            self._after = self.lab.keep("buffer limits after", read_limits)
+            self._after = self.lab.keep("buffer limits after", socket_buffer_settings)
         return self._after
 
-    def note(self, trials: Any = None) -> str:
-        """One sentence per limit the variants ask about: the value found, which variants ran
-        with it raised or lowered (from their recorded path settings), and the value read
-        after the runs. Markdown."""
+    def changes(self, trials: Any = None) -> list[LimitChange]:
+        """For each limit the variants ask about: the value found, which variants ran with it
+        raised or lowered (from their recorded path settings), and the value read after the runs."""
         trials = list(trials if trials is not None else self.lab.trials.values())
         after = self.after()
-        t = Messages()
-        if self.lab.mode == "replay":
-            where = t("buffers.where.replay")
-        elif self.lab.kernel == "uml":
-            where = t("buffers.where.uml")
-        else:
-            where = t("buffers.where.host")
-        sentences = []
+        found_changes = []
         for key, param in ((WMEM_MAX, "sndbuf"), (RMEM_MAX, "rcvbuf")):
             found = int(self.found[key])
-            asked = [int(v) for t_ in trials if (v := getattr(t_.run.workload, param, None)) is not None]
+            asked = [int(v) for t_ in trials if (v := getattr(t_.workload, param, None)) is not None]
             changed: dict[int, list[str]] = {}
             for trial in trials:
-                host = {sysctl.key_of(k): v for k, v in trial.run.spec.host.items()}
+                host = {sysctl.key_of(k): v for k, v in trial.spec.host.items()}
                 if key in host and int(host[key]) != found:
                     changed.setdefault(int(host[key]), []).append(trial.label)
-            if not asked and not changed:
-                continue
-            parts = []
-            for value, labels in sorted(changed.items(), key=lambda item: -item[0]):
-                verb = "raised" if value > found else "lowered"
-                their = "many" if len(labels) > 1 else "one"
-                parts.append(t(f"buffers.{verb}_{their}", variants=_plural(labels, t), value=value))
-            if asked and not any(v > found for v in changed):
-                parts.insert(0, t("buffers.enough", asked=max(asked)))
-            end = int(after[key])
-            back = (t("buffers.back_same", end=end) if end == found
-                    else t("buffers.back_changed", end=end, found=found))
-            sentences.append(t("buffers.sentence", sysctl=key, found=found, where=where,
-                               parts=t("buffers.separator").join(parts), back=back))
-        return " ".join(sentences)
+            if asked or changed:
+                found_changes.append(LimitChange(key, found, int(after[key]), max(asked) if asked else None, changed))
+        return found_changes

@@ -2,9 +2,10 @@
 
 Live case runs leave an index in ``data/runs/<case>/index.json``: each variant's label →
 its run directory, the values the case kept with :meth:`CaseLab.keep`, and the link
-backends its paths used. :func:`save` copies what an index names into
-``data/replay/<case>/`` (one folder per label, without the process logs, and an index of
-the same form), which is what a case reads in replay mode.
+backends its paths used. :func:`save` copies what an index names into the case's replay
+folder, which its room's ``case.toml`` names (``replay = "replay/<case>"``, under the data
+folder: ``data/replay/<case>/``), one folder per label, without the process logs, and an index
+of the same form: what a case reads in replay mode.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from typing import Any
 
 from ..files import partial_name, write_atomically
 from ..runs import RUN_JSON, Run, data_root, runs_root
+from ..course import room
 from ..units import ParameterError
 from ..words import SaidByReason, messages
 
-__all__ = ["INDEX", "empty_index", "ReplayMissing", "listed", "replay_root", "read_index", "write_index", "save"]
+__all__ = ["INDEX", "empty_index", "ReplayMissing", "listed", "replay_root", "case_replay_dir", "read_index", "write_index", "save"]
 
 INDEX = "index.json"
 
@@ -40,6 +42,17 @@ def listed(names: Any) -> str:
 
 def replay_root(replay_dir: str | os.PathLike | None = None) -> Path:
     return Path(replay_dir) if replay_dir is not None else data_root() / "replay"
+
+
+def case_replay_dir(case: str, replay_dir: str | os.PathLike | None = None) -> Path:
+    """Where ``case``'s recorded runs are: ``replay_dir/<case>`` when given, else where its room
+    points (under the data folder); ``data/replay/<case>`` for a case outside the course."""
+    if replay_dir is None:
+        try:
+            return data_root() / room(case).replay
+        except ParameterError:
+            pass
+    return replay_root(replay_dir) / case
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -63,12 +76,13 @@ def write_index(case_dir: Path, index: dict[str, Any]) -> None:
 
 def save(case: str, *, runs_dir: str | os.PathLike | None = None,
          replay_dir: str | os.PathLike | None = None) -> Path:
-    """Replace ``data/replay/<case>/`` with the runs the last live execution of ``case`` used."""
+    """Replace the case's replay folder (:func:`case_replay_dir`) with the runs the last live
+    execution of ``case`` used."""
     index = read_index(runs_root(runs_dir) / case)
     if not index["runs"] and not index["kept"]:
         raise ParameterError("CASES", case, "a case run live at least once",
                              f"no live runs of {case} are indexed in {runs_root(runs_dir) / case}")
-    target = replay_root(replay_dir) / case
+    target = case_replay_dir(case, replay_dir)
     staging = target.with_name(f".{case}.saving")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

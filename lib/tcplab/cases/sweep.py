@@ -27,7 +27,7 @@ from ..analysis import theory
 from ..units import ParameterError
 from .trial import Trial
 
-__all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "line_share_without_loss", "segment_size",
+__all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "steady_rate", "acked", "line_share_without_loss", "segment_size",
            "knee_from_slope", "budget_size", "COLUMNS"]
 
 #: What :func:`measure` adds to a variant's values, per trial.
@@ -110,7 +110,26 @@ def line_share_without_loss(cc: str) -> float:
     return LINE_SHARE_WITHOUT_LOSS["bbr" if cc == "bbr" else "loss-based"]
 
 
-def steady_goodput(metrics: Any, *, after: float = 0.5, statistic: str = "mean") -> float:
+def acked(trial: Trial) -> pd.DataFrame:
+    """The cumulative ACK of the trial's data flow as the capture saw it: one row per ACK of the
+    other direction, ``time`` (s, the capture's clock) and ``acked`` (bytes acknowledged so far),
+    for :func:`steady_goodput`'s rate over ACK times."""
+    m = trial.metrics
+    packets = getattr(getattr(trial, "packets", None), "packets", None)
+    if packets is None or not {"rel_time", "ack", "f_ack"} <= set(packets.columns):
+        return pd.DataFrame({"time": [], "acked": []})
+    acks = packets.loc[(packets["flow"] == m.flow) & (packets["dir"] != m.data_dir) & packets["f_ack"].astype(bool),
+                       ["rel_time", "ack"]]
+    return pd.DataFrame({"time": acks["rel_time"].to_numpy(float), "acked": acks["ack"].cummax().to_numpy(float)})
+
+
+def steady_rate(trial: Trial) -> float:
+    """A trial's steady goodput (bit/s), over ACK times (:func:`steady_goodput` with :func:`acked`)."""
+    return steady_goodput(trial.metrics, acks=acked(trial))
+
+
+def steady_goodput(metrics: Any, *, after: float = 0.5, statistic: str = "mean",
+                   acks: pd.DataFrame | None = None) -> float:
     """Delivered bit/s once past the ramp, from the capture's per-round-trip delivery rates
     (the bins of ``metrics.throughput``) after ``after`` of the transfer (from its first
     delivered byte), the last (partial) bin left out. The mean (default) is the bytes delivered over that time: the rate as
@@ -121,7 +140,14 @@ def steady_goodput(metrics: Any, *, after: float = 0.5, statistic: str = "mean")
     trip read 22.9 Mbit/s by the median against 25.5 by the mean, and 25.0 at the
     application. A round trip slowed by a busy host is a disturbed run (observe.health), not
     something to hide with a median. A second half that would begin inside a loss recovery
-    begins where the recovery ends (:func:`_past_recoveries`)."""
+    begins where the recovery ends (:func:`_past_recoveries`).
+
+    With ``acks`` (:func:`acked`; the mean only), the same stretch is measured over ACK times: the
+    bytes acknowledged from the first ACK in it to the last, over the time between those two ACKs.
+    A bin's edges fall between ACKs, so the bins' mean counts the bytes of whole ACKs over a span
+    the ACKs did not take, and a lossless cubic run of case 06 read 11.9558 MB/s by its bins on
+    a line that carries at most 11.9551 (:func:`tcplab.report.scores.below_line`); between two
+    ACKs the rate is what crossed the line between them, which the line bounds."""
     if not 0 <= after < 1:
         raise ParameterError("after", after, "a share from 0 to below 1")
     if statistic not in ("median", "mean"):
@@ -140,6 +166,10 @@ def steady_goodput(metrics: Any, *, after: float = 0.5, statistic: str = "mean")
     late = full.loc[full["time"] >= _past_recoveries(metrics, start + after * span)]
     if late.empty:
         late = full.iloc[-1:]
+    if acks is not None and statistic == "mean" and len(acks) >= 2:
+        begin, end = float(late["time"].iloc[0]), float(late["time"].iloc[-1]) + metrics.bin_s
+        acked_at = np.interp([begin, end], acks["time"].to_numpy(float), acks["acked"].to_numpy(float))
+        return float(8 * (acked_at[1] - acked_at[0]) / (end - begin))
     return float(getattr(late["delivered_bps"], statistic)())
 
 
@@ -173,7 +203,7 @@ def measure(trial: Trial) -> dict[str, Any]:
     packets = int(m.data_packets)
     return {
         "goodput Mbit/s": trial.goodput_bps / 1e6,
-        "steady Mbit/s": steady_goodput(m) / 1e6,
+        "steady Mbit/s": steady_rate(trial) / 1e6,
         "KB/s": trial.goodput_bps / 8e3,
         "duration s": trial.duration_s,
         "handshake rtt ms": 1e3 * m.rtt_s,

@@ -9,9 +9,12 @@ from typing import Any
 
 import pandas as pd
 
+from ..analysis.packets import read_packets
+from ..lab import PathSpec
 from ..observe.health import reasons_of
 from ..observe.ss import SENDING_STATES
 from ..runs import Run
+from ..traffic import AppResult, Workload
 
 __all__ = ["Trial"]
 
@@ -40,20 +43,30 @@ class Trial:
     run: Run
     replayed: bool = False
 
-    # --- what was asked (the run's own parameter sets: run.spec, run.workload) ------------------
+    # --- what was asked (the run's own parameter sets) ---------------------------------------
+    @cached_property
+    def spec(self) -> PathSpec:
+        """The path's spec the run was made on."""
+        return PathSpec.of_run(self.run)
+
+    @cached_property
+    def workload(self) -> Workload:
+        """The workload the run ran, of its own kind."""
+        return Workload.of_run(self.run)
+
     @property
     def rtt_s(self) -> float | None:
         """The configured round trip (NaN-free: None when the path adds no delay)."""
-        return 2 * self.run.spec.one_way_delay or None
+        return 2 * self.spec.one_way_delay or None
 
     @property
     def rate_bps(self) -> float | None:
-        return self.run.spec.rate
+        return self.spec.rate
 
     # --- what the application saw -----------------------------------------------------------------
-    @property
-    def app(self):
-        return self.run.app
+    @cached_property
+    def app(self) -> AppResult | None:
+        return AppResult.of_run(self.run)
 
     @property
     def goodput_bps(self) -> float:
@@ -66,11 +79,11 @@ class Trial:
     @property
     def sender(self) -> str:
         """"server" or "client", as the workload defines it."""
-        return self.run.workload.sender()
+        return self.workload.sender()
 
     @property
     def receiver(self) -> str:
-        return self.run.workload.receiver()
+        return self.workload.receiver()
 
     def side_report(self, side: str) -> dict[str, Any]:
         """What ``side``'s program reported of its run (sent, send_wait_s, extra: pauses, died …);
@@ -125,7 +138,9 @@ class Trial:
     @cached_property
     def packets(self):
         """The capture read by the analysis engine, named after the variant (plot titles say it)."""
-        table = self.run.packets()
+        if self.run.pcap is None:
+            raise FileNotFoundError(f"run {self.run.dir} has no capture")
+        table = read_packets(self.run.pcap)
         table.name = self.label
         return table
 
@@ -147,7 +162,7 @@ class Trial:
         """What the run knows that a capture alone does not, for :func:`~tcplab.analysis.diagnose`."""
         from ..analysis.diagnose import DiagnosisContext
 
-        return DiagnosisContext.from_run(self.run)
+        return DiagnosisContext.of(spec=self.spec, workload=self.workload, app=self.app, counters=self.run.counters)
 
     @cached_property
     def metrics(self):

@@ -21,7 +21,9 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from ..lab import PathSpec
 from ..runs import Run, runs_root
+from ..traffic import Workload
 from ..units import ParameterError, parse_duration, parse_size
 from . import replay
 
@@ -72,7 +74,7 @@ class VariantTable:
         local = cls.read(case, runs_root(runs_dir) / case)
         if local.runs and all(folder.is_dir() for folder in local.runs.values()):
             return local
-        shipped = cls.read(case, replay.replay_root(replay_dir) / case)
+        shipped = cls.read(case, replay.case_replay_dir(case, replay_dir))
         if not shipped.runs:
             raise ParameterError("--case", case, "a case that ran here or has replay data",
                                  f"no variants of {case} are indexed in {local.source} or {shipped.source}")
@@ -95,10 +97,10 @@ class VariantTable:
         rows = {}
         for label in self.labels:
             run = self.run_of(label)
-            spec = run.spec
+            spec, workload = PathSpec.of_run(run), Workload.of_run(run)
             sysctls = {**spec.host, **spec.sysctls}
-            rows[label] = {"workload": run.workload.name, "repetition": run.params.get("repetition", 1),
-                           **spec.describe(), **run.workload.describe(),
+            rows[label] = {"workload": workload.name, "repetition": run.params.get("repetition", 1),
+                           **spec.describe(), **workload.describe(),
                            "sysctls": ", ".join(f"{k}={v}" for k, v in sorted(sysctls.items())) or "none"}
         frame = pd.DataFrame.from_dict(rows, orient="index")
         always = [c for c in ("workload", "rtt", "rate") if c in frame.columns]

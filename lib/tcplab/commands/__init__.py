@@ -1,4 +1,4 @@
-"""The ``tcplab`` command: doctor | uml | lab | run | diagnose | report | release | grade | i18n | replay | cleanup.
+"""The ``tcplab`` command: doctor | uml | lab | run | diagnose | report | release | i18n | replay | cleanup.
 
 One module per subcommand, each a thin shell over a library function with a ``main(argv)``
 that parses its own options. Nothing in the library imports this package. Exit codes
@@ -28,8 +28,7 @@ COMMANDS = {
     "run": "run one experiment (tcplab run --help)",
     "diagnose": "diagnose a pcap (tcplab diagnose --help)",
     "report": "execute notebooks and render reports (tcplab report --help)",
-    "release": "write the case notebooks students run: no answers, no outputs (tcplab release --help)",
-    "grade": "grade students' predictions in their case notebooks (tcplab grade --help)",
+    "release": "write the case notebooks students run, plain or as an nbgrader assignment (tcplab release --help)",
     "i18n": "check translations against their English; stub a case's translation (tcplab i18n --help)",
     "replay": "ship the last live runs of cases as replay data (data/replay/)",
     "cleanup": "remove what killed runs left behind; restore host settings",

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..course import NOTEBOOKS, PROFILES, REPORTS, select_cases
+from ..course import COURSE_DIR, PROFILES, REPORTS_DIR, select_cases
 from ..files import write_atomically
 from ..lab.kernels import KERNELS, MODE_CHOICES, choose_mode
 from ..report.exercises import EXERCISES
@@ -49,14 +49,15 @@ def main(argv: Sequence[str]) -> int:
                              "in tcplab/strings/; default: $TCPLAB_LANG, else en); Markdown cells without a fresh "
                              "translation stay English (tcplab i18n check)")
     parser.add_argument("--formats", default="html,pdf")
-    parser.add_argument("--reports-dir", type=Path, default=REPORTS)
-    parser.add_argument("--notebooks-dir", type=Path, default=NOTEBOOKS)
+    parser.add_argument("--reports-dir", type=Path, default=REPORTS_DIR)
+    parser.add_argument("--course-dir", type=Path, default=COURSE_DIR,
+                        help="the course: course.toml and a folder per case (default: course/)")
     parser.add_argument("--output-dir", type=Path, default=None,
                         help="with --render-only: write the pages here (e.g. a student edition beside "
                              "the instructor one); default: --reports-dir")
     args = parser.parse_args(list(argv))
 
-    from .. import report
+    from ..report import pipeline as report
 
     language = language_option(args.language)
     with speaking(language):  # its errors too, not only its pages, in the language asked for
@@ -65,7 +66,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _report(args: argparse.Namespace, formats: list[str], language: str) -> int:
-    from .. import report
+    from ..report import pipeline as report
     from ..report.shards import Shard, merge
 
     if args.merge:
@@ -77,13 +78,13 @@ def _report(args: argparse.Namespace, formats: list[str], language: str) -> int:
             raise ParameterError("--merge", " ".join(map(str, args.merge)),
                                  "--merge with --edition, --formats, --language and --reports-dir only",
                                  f"{', '.join(clashing)} belong to the shards' runs")
-        result = merge(args.merge, output_dir=args.reports_dir, notebooks_dir=args.notebooks_dir,
+        result = merge(args.merge, output_dir=args.reports_dir, course_dir=args.course_dir,
                        edition=args.edition, formats=formats, language=language)
         if result.origin["missing_shards"]:
             print(f"tcplab report: shard(s) {', '.join(result.origin['missing_shards'])} missing: "
                   "their cases did not run", file=sys.stderr)
         return _finish(result, args.reports_dir)
-    cases = select_cases(args.cases or "all", args.notebooks_dir)
+    cases = select_cases(args.cases or "all", args.course_dir)
     shard = Shard.parse(args.shard) if args.shard is not None else None
     origin = {}
     if shard is not None:
@@ -98,7 +99,7 @@ def _report(args: argparse.Namespace, formats: list[str], language: str) -> int:
     args.reports_dir.mkdir(parents=True, exist_ok=True)
     if args.render_only:
         result = report.render_only(cases, reports_dir=args.reports_dir, output_dir=args.output_dir,
-                                    notebooks_dir=args.notebooks_dir,
+                                    course_dir=args.course_dir,
                                     edition=args.edition, formats=formats, profile=args.profile,  # None: as recorded
                                     exercises=args.exercises, language=language)
     else:
@@ -107,7 +108,7 @@ def _report(args: argparse.Namespace, formats: list[str], language: str) -> int:
         print(f"tcplab report: {len(cases)} case(s){part}, profile {args.profile}, exercises {exercises}, "
               f"edition {args.edition}, language {language}, mode {mode.mode} ({mode.where})", flush=True)
         result = report.build_report(
-            cases, notebooks_dir=args.notebooks_dir, reports_dir=args.reports_dir,
+            cases, course_dir=args.course_dir, reports_dir=args.reports_dir,
             parameters={"fresh": bool(args.fresh), "kernel": args.kernel}, profile=args.profile, edition=args.edition,
             mode=mode.mode, formats=formats, progress=True, language=language, exercises=exercises,
         )
@@ -118,7 +119,7 @@ def _report(args: argparse.Namespace, formats: list[str], language: str) -> int:
 
 def _finish(result, out_dir: Path) -> int:
     """Write the summary, say how it went, and give ``tcplab report``'s exit status."""
-    from ..report.shards import SUMMARY
+    from ..report.pipeline import SUMMARY
 
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(out_dir / SUMMARY, json.dumps(result.to_json(), indent=2))
@@ -127,6 +128,8 @@ def _finish(result, out_dir: Path) -> int:
         print(f"handout ({fmt}): {path}")
     for fmt, path in result.cheatsheet.items():
         print(f"cheat sheet ({fmt}): {path}")
+    for fmt, path in result.glossary.items():
+        print(f"glossary ({fmt}): {path}")
     if not result.none_failed:
         print("tcplab report: some cases failed or did not reproduce (see the summary above)", file=sys.stderr)
         return EXIT_PROBLEM

@@ -90,7 +90,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def summary(run: Run) -> dict[str, Any]:
     """The facts ``tcplab run`` prints, from a run record."""
-    app = run.app
+    from ..traffic import AppResult
+
+    app = AppResult.of_run(run)
     sockets = getattr(app, "sockets", None) or {}
     return {
         "run_dir": str(run.dir), "status": run.status, "error": run.error,
@@ -164,10 +166,13 @@ def _variant(table: "VariantTable", label: str, sets: Mapping[str, str]) -> tupl
     this machine (a recorded set skipped that check: it may come from another kernel)."""
     if label not in table.labels:
         raise ParameterError("--variant", label, "one of " + ", ".join(table.labels))
+    from ..traffic import Workload
+
     run = table.run_of(label)
-    path_settings, workload_settings, observe_settings = split_settings(type(run.workload), sets)
-    return (run.spec.replaced(**path_settings), run.workload.replaced(**workload_settings),
-            run.observe_spec.replaced(**observe_settings), int(run.params.get("repetition", 1)))
+    workload = Workload.of_run(run)
+    path_settings, workload_settings, observe_settings = split_settings(type(workload), sets)
+    return (PathSpec.of_run(run).replaced(**path_settings), workload.replaced(**workload_settings),
+            ObserveSpec.of_run(run).replaced(**observe_settings), int(run.params.get("repetition", 1)))
 
 
 def _run(spec: PathSpec, workload: Any, observe: ObserveSpec, case: str, args: argparse.Namespace, *,

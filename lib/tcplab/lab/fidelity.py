@@ -143,8 +143,12 @@ def goodput(path: NetPath, seconds: float = 3.0, *, cc: str = "cubic", skip: flo
         while True:
             data = cli.recv(1 << 20)
             now = time.perf_counter()
-            if counted_from is None and now - t_start >= skip:
-                counted_from, received = now, 0
+            if counted_from is None:
+                if now - t_start >= skip:
+                    # This read's bytes arrived before now: the count starts after them (counted,
+                    # they put one read's worth above the line's ceiling, scores.below_line).
+                    counted_from, received = now, 0
+                continue
             received += len(data)
             if counted_from is not None and now - counted_from >= seconds:
                 break

@@ -17,7 +17,7 @@ import contextlib
 import os
 import shutil
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Iterator, Mapping
+from typing import Any, Callable, ContextManager, Iterator
 
 from ..units import ParameterError
 
@@ -94,11 +94,6 @@ def uml_can_run() -> tuple[bool, str]:
     if uml.find_install() is None:
         return False, "no User-mode Linux kernel installed"
     return uml.ptrace_allowed()
-
-
-#: Each lab kernel's test, by name.
-CAN_RUN: Mapping[str, Callable[[], tuple[bool, str]]] = {"host": host_can_run, "userns": userns_can_run,
-                                                        "uml": uml_can_run}
 
 
 def lab_kernel() -> dict[str, str]:

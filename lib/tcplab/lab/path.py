@@ -116,6 +116,11 @@ class PathSpec(Params):
                                      "not available in this kernel")
 
     @classmethod
+    def of_run(cls, run: Any) -> "PathSpec":
+        """The spec of the path a run record (:class:`tcplab.runs.Run`) was made on."""
+        return cls.from_record(run.params.get("path", {}))
+
+    @classmethod
     def from_record(cls, values: Mapping[str, Any]) -> "PathSpec":
         """The spec a run record stored (:meth:`to_dict`), with its sysctls and, where a
         direction was shaped on its own, that direction's shape."""

@@ -16,7 +16,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..files import write_atomically
 from ..units import ParameterError
@@ -104,12 +104,23 @@ def read_or_empty(key: str) -> str:
 
 
 #: Buffer limits on what SO_SNDBUF/SO_RCVBUF may ask for (man 7 socket), host-global.
-BUFFER_LIMIT_KEYS = ("net.core.wmem_max", "net.core.rmem_max")
+#: The host-global ceilings of ``SO_SNDBUF`` and ``SO_RCVBUF`` (man 7 socket). Stock Linux
+#: has 212992 for both; distributions and tuned hosts often more, so a case never assumes.
+WMEM_MAX, RMEM_MAX = "net.core.wmem_max", "net.core.rmem_max"
+BUFFER_LIMIT_KEYS = (WMEM_MAX, RMEM_MAX)
+#: The autotuning maxima beside them (per namespace; a new namespace starts with the host's).
+TCP_RMEM, TCP_WMEM = "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"
 
 
 def buffer_limits() -> dict[str, int]:
     """The buffer limits in force now (a namespace sees the host's values)."""
     return {key: int(read(key)) for key in BUFFER_LIMIT_KEYS}
+
+
+def socket_buffer_settings() -> dict[str, Any]:
+    """The socket-buffer settings of the kernel this runs in: wmem_max and rmem_max (ints),
+    tcp_rmem and tcp_wmem (as the kernel prints them, "min default max")."""
+    return {**buffer_limits(), **{key: " ".join(read(key).split()) for key in (TCP_RMEM, TCP_WMEM)}}
 
 
 def default_cc() -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..params import Params, param
 from .capture import CAPTURE_POINTS
@@ -17,3 +18,8 @@ class ObserveSpec(Params):
     telemetry: bool = param("bool", True, "sample ss -tinm in client and server during the run")
     interval: float = param("duration", "20ms", "time between two ss samples", low=0.005, high=1.0)
     tracepoints: bool = param("bool", True, "record tcp_probe and buffer tracepoints through tracefs")
+
+    @classmethod
+    def of_run(cls, run: Any) -> "ObserveSpec":
+        """What a run record (:class:`tcplab.runs.Run`) was asked to observe."""
+        return cls.from_record(run.params.get("observe", {}))

@@ -1,11 +1,13 @@
-"""Pages of the course that no run produces: the references and the cheat sheet.
+"""Pages of the course that no run produces: the references, the cheat sheet and the glossary.
 
-Both are data, not code: ``notebooks/references.json`` lists every work the course cites and
-the cases that use it, and the strings' ``cheatsheet.<case>.*`` keys hold one row per case
-(symptom, signature in ``ss`` and the capture, cause, fix), so a translation covers them. The
+Both are data, not code: ``course/references.json`` lists every work the course cites, each
+room's ``case.toml`` the ones its case cites (``cites``), and each room's words hold its row
+(``cheatsheet.<case>.*``: symptom, signature in ``ss`` and the capture, cause, fix), so a
+translation covers them. The
 handout shows the cheat sheet after its summary, each case's references under it and the
 references page at its end; ``make report`` also writes the cheat sheet as a page of its
-own (``cheatsheet.html``, ``cheatsheet.pdf``).
+own (``cheatsheet.html``, ``cheatsheet.pdf``), and the glossary (:mod:`.glossary`) as its own
+pages too (``glossary.html``, ``glossary.pdf``), to which each case's page links its terms.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..course import case_number
+from ..course import CourseError, case_number, course
 from ..files import write_atomically
 from ..words import Messages
 from .context import ReportContext
+from .glossary import PAGE_NAME as GLOSSARY_NAME, Glossary
 from .html import page_assets
 from .templating import render
 
 __all__ = ["Reference", "CheatRow", "REFERENCES_FILE", "read_references", "cited_by", "cheatsheet_rows",
-           "render_cheatsheet", "write_cheatsheet", "CHEATSHEET_NAME"]
+           "render_cheatsheet", "write_cheatsheet", "CHEATSHEET_NAME", "write_glossary", "GLOSSARY_NAME"]
 
 REFERENCES_FILE = "references.json"
 CHEATSHEET_NAME = "cheatsheet"
@@ -79,12 +82,21 @@ class CheatRow:
     cells: tuple[str, ...]
 
 
-def read_references(notebooks_dir: str | Path | None) -> list[Reference]:
-    """The course's references (none for a folder of notebooks without the file)."""
-    if notebooks_dir is None or not (Path(notebooks_dir) / REFERENCES_FILE).is_file():
+def read_references(course_dir: str | Path | None = None) -> list[Reference]:
+    """The course's references, each with the cases whose rooms cite it (none for a course
+    folder without the file). A room that cites a work the file lacks is refused."""
+    the_course = course(course_dir)
+    path = the_course.folder / REFERENCES_FILE
+    if not path.is_file():
         return []
-    data = json.loads((Path(notebooks_dir) / REFERENCES_FILE).read_text(encoding="utf-8"))
-    return [Reference(r["id"], r["kind"], r["cite"], r.get("url"), tuple(r.get("cases", ())),
+    data = json.loads(path.read_text(encoding="utf-8"))
+    known = {r["id"] for r in data["references"]}
+    for room in the_course.rooms:
+        unknown = [c for c in room.cites if c not in known]
+        if unknown:
+            raise CourseError(f"{room.folder / 'case.toml'}: cites {', '.join(unknown)}, which {path} does not list")
+    return [Reference(r["id"], r["kind"], r["cite"], r.get("url"),
+                      tuple(room.case_id for room in the_course.rooms if r["id"] in room.cites),
                       r.get("original"), tuple(r.get("more_urls", ())), r.get("translations"))
             for r in data["references"]]
 
@@ -113,3 +125,11 @@ def render_cheatsheet(case_ids: Iterable[str], *, context: ReportContext) -> str
 
 def write_cheatsheet(case_ids: Iterable[str], html_path: str | Path, *, context: ReportContext) -> Path:
     return write_atomically(html_path, render_cheatsheet(case_ids, context=context))
+
+
+def write_glossary(glossary: Glossary, html_path: str | Path, *, context: ReportContext) -> Path:
+    """The glossary as pages of their own (:mod:`.glossary`), which a case's own page links its
+    terms to."""
+    t = context.messages()
+    return write_atomically(html_path, render("glossary.html.j2", messages=t, context=context,
+                                              assets=page_assets([], []), language=t.language, glossary=glossary))

@@ -1,9 +1,10 @@
 """Many cases → one handout: cover, contents, summary of every check, then one section per case.
 
 Every case section starts on a new page and is a CSS *named page* of its own, so the
-page header names the case while the footer repeats kernel, backend and mode on every
-page (chromium prints ``@page`` margin boxes). On screen, where there are no pages, a
-banner line at the top of each section says the same. A case that did not run is
+page header names the case and the footer the kernel and backend of that case's runs (chromium
+prints ``@page`` margin boxes); the summary's pages name every kernel and backend of the handout,
+and pages of no run (cover, cheat sheet, glossary, references) name none. On screen, where there
+are no pages, a banner line at the top of each section says the same. A case that did not run is
 listed in the summary with its error and still gets its section; it never stops the
 cases after it.
 """
@@ -17,6 +18,7 @@ from ..course import case_number
 from ..files import write_atomically
 from .context import ReportContext
 from .course_pages import COLUMNS, Reference, cheatsheet_rows, cited_by
+from .glossary import Glossary
 from .html import page_assets, section_anchor
 from .scores import Scores
 from .templating import render
@@ -53,6 +55,10 @@ class CaseSection:
     traceback: str | None = None
     cells_html: str = ""
     cells_css: str = ""
+    #: The kernels and backends of the case's own runs (``combine_kernels``/``combine_backends``),
+    #: which its pages' footer names; None where the case published none.
+    kernel: str | None = None
+    backend: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -71,6 +77,10 @@ class CaseSection:
         handout where the case id has no number)."""
         return f"{t('handout.case')} {self.number or index} · {self.title}"
 
+    def environment_line(self, context: ReportContext, t) -> str:
+        """The footer of the section's pages: the kernel and backend its runs used."""
+        return context.with_backend(self.backend or context.backend).with_kernel(self.kernel).environment_line(t)
+
     @property
     def n_checks(self) -> int:
         return sum(s.n_checks for s in self.scores)
@@ -86,9 +96,10 @@ class CaseSection:
 
 def render_handout(sections: list[CaseSection], *, context: ReportContext,
                    katex_dir: str | Path | None = None, references: list[Reference] | None = None,
-                   pages: dict[str, int] | None = None) -> str:
+                   pages: dict[str, int] | None = None, glossary: Glossary | None = None) -> str:
     """The handout as one self-contained HTML page; with ``references`` (the course's), each
-    case lists its own and a references page closes it; with ``pages`` (section anchor → the
+    case lists its own and a references page closes it; with ``glossary`` (the course's), its page
+    comes after the cases, which link their terms to it; with ``pages`` (section anchor → the
     page a print of it began on), the contents give page numbers on paper."""
     t = context.messages()
     assets = page_assets([s.cells_html for s in sections], [s.cells_css for s in sections],
@@ -102,11 +113,13 @@ def render_handout(sections: list[CaseSection], *, context: ReportContext,
         environment_line=context.environment_line(t), n_failed=n_failed, n_busy=n_busy,
         rows=cheatsheet_rows(t, [s.case_id for s in sections]), columns=COLUMNS, references=references,
         cited={s.case_id: cited_by(references, s.case_id) for s in sections}, pages=pages or {},
+        glossary=glossary,
     )
 
 
 def write_handout(sections: list[CaseSection], html_path: str | Path, *,
                   context: ReportContext, katex_dir: str | Path | None = None,
-                  references: list[Reference] | None = None, pages: dict[str, int] | None = None) -> Path:
+                  references: list[Reference] | None = None, pages: dict[str, int] | None = None,
+                  glossary: Glossary | None = None) -> Path:
     return write_atomically(html_path, render_handout(sections, context=context, katex_dir=katex_dir,
-                                                      references=references, pages=pages))
+                                                      references=references, pages=pages, glossary=glossary))

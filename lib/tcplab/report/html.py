@@ -28,6 +28,7 @@ import nbformat
 from ..course import case_number
 from .context import ReportContext
 from .editions import apply_edition
+from .glossary import PAGE_NAME as GLOSSARY_PAGE, Glossary, link_terms
 from .offline import MathAssets, has_math, katex_assets, scrub_remote
 from .parameters import fill_notebook
 from .templating import TEMPLATES_DIR, render
@@ -112,7 +113,7 @@ def notebook_error(nb: nbformat.NotebookNode) -> tuple[str, str] | None:
     return None
 
 
-def _postprocess(cells_html: str, id_prefix: str) -> tuple[str, list[str]]:
+def _postprocess(cells_html: str, id_prefix: str, dress=None) -> tuple[str, list[str]]:
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(cells_html, "html.parser")
@@ -131,42 +132,68 @@ def _postprocess(cells_html: str, id_prefix: str) -> tuple[str, list[str]]:
             for link in md.find_all("a", href=True):
                 if link["href"].startswith("#") and len(link["href"]) > 1:
                     link["href"] = "#" + id_prefix + link["href"][1:]
+    if dress is not None:  # after the ids: its links point outside the cells
+        dress(soup)
     # Serialising through BeautifulSoup also turns nbconvert's numeric entities back
     # into characters, so the page's text is searchable as written (中文, not &#20013;).
     return str(soup), removed
 
 
-def _as_shown(cell: nbformat.NotebookNode, language: str | None = None) -> nbformat.NotebookNode:
+def _as_shown(cell: nbformat.NotebookNode, language: str | None = None,
+              edition: str = "instructor") -> nbformat.NotebookNode:
     """A worksheet cell becomes its box (the page hides code, and a student needs the questions
-    and room to answer); every other cell stays as it is."""
+    and room to answer; the student's box ends with "stop here"); every other cell stays as it is."""
     from .worksheet import WORKSHEET_TAG, worksheet_box
 
     if cell.get("cell_type") != "code" or WORKSHEET_TAG not in cell.get("metadata", {}).get("tags", []):
         return cell
-    box = worksheet_box(cell.source, language=language)
+    box = worksheet_box(cell.source, language=language, stop=edition == "student")
     return cell if box is None else nbformat.v4.new_markdown_cell(box, id=cell.get("id"))
 
 
 def render_cells(nb: nbformat.NotebookNode | str | Path, *, edition: str = "instructor",
                  id_prefix: str = "", base_dir: str | Path | None = None,
-                 language: str | None = None) -> RenderedCells:
+                 language: str | None = None, case_id: str | None = None,
+                 glossary: Glossary | None = None) -> RenderedCells:
     """The cells of ``nb`` as the given edition shows them, code hidden, offline-safe.
 
     ``base_dir`` is where relative image paths in markdown cells are looked up
     (the notebook's folder; defaults to the notebook file's folder when given a path).
     ``language``: of the words the page adds (a worksheet's box); the cells are as given
-    (:func:`tcplab.i18n.translate_notebook` translates them).
+    (:func:`tcplab.i18n.translate_notebook` translates them). ``case_id``: a case of the course,
+    whose page states its units under its title; ``glossary``: the course's, to which the
+    first use of each term on the page links (:mod:`.glossary`).
     """
     if base_dir is None and isinstance(nb, (str, Path)):
         base_dir = Path(nb).parent
-    nb = fill_notebook(apply_edition(load_notebook(nb), edition))  # prose states the parameters it ran with
-    nb.cells = [_as_shown(c, language) for c in nb.cells
+    nb = fill_notebook(apply_edition(load_notebook(nb), edition, language=language))  # prose states the parameters it ran with
+    nb.cells = [_as_shown(c, language, edition) for c in nb.cells
                 if _PAPERMILL_MARKER_TAG not in c.get("metadata", {}).get("tags", [])]
     resources = {"metadata": {"path": str(base_dir or "."), "name": "notebook"}}
     body, res = _exporter().from_notebook_node(nb, resources=resources)
     css = "\n".join(res.get("inlining", {}).get("css", []))
-    html, removed = _postprocess(body, id_prefix)
+    html, removed = _postprocess(body, id_prefix, dress=lambda soup: _dress(soup, case_id, language, glossary))
     return RenderedCells(html=html, css=css, removed_references=removed)
+
+
+def _dress(soup, case_id: str | None, language: str | None, glossary: Glossary | None) -> None:
+    """What a case's page adds to its cells: the units it writes in, under its title (with the
+    case's own remark where its words have one, ``units.<case>``), and links from each term's first
+    use to the glossary."""
+    from bs4 import BeautifulSoup
+
+    from ..words import Messages
+
+    if case_id is not None:
+        t = Messages(language)
+        title = soup.find("h1")
+        if title is not None:
+            own = t(f"units.{case_id}") if t.has(f"units.{case_id}") else ""
+            pointer = t("glossary.pointer", href="#glossary") if glossary is not None else ""
+            line = t("page.units", own=own + " " if own else "", glossary=pointer)
+            title.insert_after(BeautifulSoup(f'<p class="tcplab-units">{line}</p>', "html.parser"))
+    if glossary is not None:
+        link_terms(soup, glossary)
 
 
 def page_assets(bodies: list[str], extra_css: list[str] = (), *,
@@ -184,10 +211,12 @@ def case_page(cells: RenderedCells, *, context: ReportContext, case_id: str, tit
     """A whole HTML page for one case, from cells already rendered."""
     t = context.messages()
     assets = page_assets([cells.html], [cells.css], katex_dir=katex_dir)
+    # On a case's own page the glossary is its own page beside it (the handout holds it).
+    linked = cells.html.replace('href="#glossary', f'href="{GLOSSARY_PAGE}.html#glossary')
     return render(
         "case.html.j2", messages=t, context=context, case_id=case_id,
         anchor=section_anchor(case_id), title=title, number=case_number(case_id),
-        cells=cells.html, error=error, traceback=traceback, assets=assets,
+        cells=linked, error=error, traceback=traceback, assets=assets,
         language=t.language, environment_line=context.environment_line(t),
     )
 

@@ -2,15 +2,21 @@
 
 A case page may state a measured number only where its own run produced it. Its static
 Markdown therefore holds theory, seed and kernel facts; a sentence with a measured number is a
-string keyed ``prose.<case>.<name>`` (``strings/<language>.json``, so it can be translated)
-filled in by :func:`say` from the run's values, each given as a :class:`Quantity` so that one
-formatter writes every unit (sizes in KB = 1024 B, rates decimal)::
+template keyed ``prose.<case>.<name>`` (in the case's room, ``words/<language>.json``, so it can be
+translated) whose slots say what kind of quantity fills them, and :func:`say` fills it from the
+run's numbers as they are::
 
-    lab.say("peak_w", peak=size(table.loc[slow.label, "peak w"]), tb=size(2 * small_b))
+    "peak_w": "the peak `w` reached {peak:size}, {ratio:times} `tb` ({tb:size})"
+    page.say("peak_w", peak=table.loc[slow.label, "peak w"], ratio=peak / tb, tb=tb)
+
+One formatter writes every kind (:data:`KINDS`: sizes in KB = 1024 B, rates decimal, …), in every
+language alike; ``{rtts:list of duration}`` takes several values, joined as the page's language
+joins a list. A slot without a kind takes a word (a variant's label, a congestion control's
+name); a number there is refused, so that no number reaches a page unwritten.
 
 The output carries the sentence as Markdown for readers and, under :data:`MIME_TYPE`, the
-key and every value with its text, so a test can hold each number on the page to the value
-it came from (``tests/test_prose.py``). A comparison between runs is not a sentence but a
+key and every value with its kind and text, so a test can hold each number on the page to the
+value it came from (``tests/report/test_prose.py``). A comparison between runs is not a sentence but a
 scored check (``report.scores``): a run that contradicts it fails visibly.
 """
 
@@ -23,15 +29,30 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..units import format_byte_rate, format_duration, format_rate, format_share, format_size
-from ..words import Messages
+from ..words import FALLBACK_LANGUAGE, Messages, choice_only_fields, template_kinds
 from .parameters import without_spans
 from .tables import GAP, cell_text
 
-__all__ = ["MIME_TYPE", "Quantity", "Quantities", "several", "size", "byte_count", "duration", "rate", "byte_rate", "count", "percent", "times", "change",
+__all__ = ["MIME_TYPE", "KINDS", "LIST_OF", "Quantity", "Quantities", "quantity", "written",
            "sentence", "say", "said_in", "STATIC_KINDS", "NUMBER_WITH_UNIT", "static_numbers",
            "declared_kinds", "undeclared_numbers"]
 
 MIME_TYPE = "application/vnd.tcplab.prose+json"
+
+#: How each kind of quantity is written: the one formatter of every number a sentence states.
+KINDS = {
+    "size": format_size,                     # bytes, KB = 1024 B
+    "bytes": lambda v: f"{cell_text(round(v))} B",  # bytes to the byte: windows, segments
+    "duration": format_duration,             # seconds
+    "rate": format_rate,                     # bit/s, decimal
+    "byte_rate": format_byte_rate,           # bytes/s, decimal (MB/s = 10⁶ B/s)
+    "count": cell_text,                      # a plain number: segments, packets, probes
+    "percent": format_share,                 # from a fraction
+    "times": lambda v: cell_text(round(v, 2)),               # a ratio; Quantity.text adds the language's sign
+    "change": lambda v: format_share(v, signed=True),  # a signed fraction: +6.1 %
+}
+#: A slot of several values of one kind: ``{rtts:list of duration}``.
+LIST_OF = "list of "
 
 
 @dataclass(frozen=True)
@@ -39,11 +60,11 @@ class Quantity:
     """A run's value and what kind of quantity it is, which decides how it is written."""
 
     value: float | None
-    kind: str  # one of _WRITERS
+    kind: str  # one of KINDS
 
     def __post_init__(self) -> None:
-        if self.kind not in _WRITERS:
-            raise ValueError(f"kind must be one of {', '.join(_WRITERS)}, got {self.kind!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         value = self.value
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
             value = float(value)
@@ -60,7 +81,7 @@ class Quantity:
         written alike in every language."""
         if self.value is None:
             return GAP
-        text = _WRITERS[self.kind](self.value)
+        text = KINDS[self.kind](self.value)
         return f"{text} {Messages(language)('prose.times_sign')}" if self.kind == "times" else text
 
     def to_json(self, language: str | None = None) -> dict[str, Any]:
@@ -84,71 +105,40 @@ class Quantities:
                 "text": self.text(language)}
 
 
-def several(values: Any, kind: str) -> Quantities:
-    """``values`` of one ``kind`` (see :class:`Quantity`), to be said as a list."""
-    return Quantities(tuple(Quantity(v, kind) for v in values))
+def quantity(value: Any, kind: str) -> Quantity | Quantities:
+    """``value`` as the quantity a slot of ``kind`` holds (``list of …``: several values)."""
+    if kind.startswith(LIST_OF):
+        return Quantities(tuple(Quantity(v, kind[len(LIST_OF):]) for v in value))
+    return Quantity(value, kind)
 
 
-_WRITERS = {
-    "size": format_size,                     # bytes, KB = 1024 B
-    "bytes": lambda v: f"{cell_text(round(v))} B",  # bytes to the byte: windows, segments
-    "duration": format_duration,             # seconds
-    "rate": format_rate,                     # bit/s, decimal
-    "byte_rate": format_byte_rate,           # bytes/s, decimal (MB/s = 10⁶ B/s)
-    "count": cell_text,                      # a plain number: segments, packets, probes
-    "percent": format_share,                 # from a fraction
-    "times": lambda v: cell_text(round(v, 2)),               # a ratio; Quantity.text adds the language's sign
-    "change": lambda v: format_share(v, signed=True),  # a signed fraction: +6.1 %
-}
-
-
-def size(value: Any) -> Quantity:
-    return Quantity(value, "size")
-
-
-def byte_count(value: Any) -> Quantity:
-    """Bytes written to the byte, where a window's exact size matters (8 688 B)."""
-    return Quantity(value, "bytes")
-
-
-def duration(value: Any) -> Quantity:
-    return Quantity(value, "duration")
-
-
-def rate(value: Any) -> Quantity:
-    return Quantity(value, "rate")
-
-
-def byte_rate(value: Any) -> Quantity:
-    return Quantity(value, "byte_rate")
-
-
-def count(value: Any) -> Quantity:
-    return Quantity(value, "count")
-
-
-def percent(fraction: Any) -> Quantity:
-    return Quantity(fraction, "percent")
-
-
-def times(ratio: Any) -> Quantity:
-    return Quantity(ratio, "times")
-
-
-def change(fraction: Any) -> Quantity:
-    """A fraction above (+) or below (−) a reference, as a signed percentage."""
-    return Quantity(fraction, "change")
+def written(value: Any, kind: str, language: str | None = None) -> str:
+    """``value`` as a page writes a quantity of ``kind``, where a number is written outside a
+    sentence (a check's name, a line of a table's caption)."""
+    return quantity(value, kind).text(language)
 
 
 def sentence(case_id: str, name: str, values: Mapping[str, Any], *, language: str | None = None) -> tuple[str, dict]:
-    """The filled-in sentence and the data behind it. Values that are not quantities (a
-    variant's label, a congestion control's name) are words, written as they are."""
+    """The filled-in sentence and the data behind it. Each value fills the slot of its name as
+    the English template types it (a translation types its slots alike: ``tcplab i18n check``);
+    a value whose slot has no kind is a word, written as it is."""
     key = f"prose.{case_id}.{name}"
     t = Messages(language)
-    if not t.has(key):
-        raise KeyError(f"no sentence {key!r} in the strings")
-    fields = {k: v.to_json(t.language) if isinstance(v, (Quantity, Quantities))
-              else {"value": None, "kind": "word", "text": str(v)} for k, v in values.items()}
+    source = Messages(FALLBACK_LANGUAGE).template(key)
+    if source is None:
+        raise KeyError(f"no sentence {key!r} in the words")
+    kinds = template_kinds(source)
+    # A number that only chooses a word ("{n|segment|segments}") is a count.
+    kinds.update({field: "count" for field in choice_only_fields(source)})
+    fields = {}
+    for field, value in values.items():
+        if field in kinds:
+            fields[field] = quantity(value, kinds[field]).to_json(t.language)
+        elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+            raise TypeError(f"{key}: {field}={value!r} is a number, and its slot has no kind: "
+                            f"write it {{{field}:duration}} (or size, rate, count, …) in the template")
+        else:
+            fields[field] = {"value": None, "kind": "word", "text": str(value)}
     text = t(key, **{k: f["text"] for k, f in fields.items()})
     return text, {"key": key, "fields": fields, "text": text}
 

@@ -1,7 +1,8 @@
 """How a case notebook publishes its scored predictions, and how the pipeline reads them back.
 
 A case's last cell calls :func:`publish` with a list of :class:`Check` objects, usually
-made with :func:`within`, :func:`at_least`, :func:`at_most`, :func:`between` or :func:`equals`. That
+made with :func:`within`, :func:`at_least`, :func:`at_most`, :func:`between`, :func:`equals` or
+:func:`below_line` (the line-ceiling rule every measured rate obeys). That
 displays one output with three representations:
 
 * ``text/html`` and ``text/plain`` — the table a reader sees in JupyterLab and in the
@@ -43,14 +44,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import nbformat
-
 from .templating import format_value, render
 from ..words import FALLBACK_LANGUAGE, Messages
 
 __all__ = [
-    "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "between", "equals",
-    "check", "or_explained", "publish", "scores_output", "read_scores", "scores_in", "default_environment",
+    "MIME_TYPE", "SCHEMA", "Check", "Scores", "within", "at_least", "at_most", "below_line", "between", "equals",
+    "check", "or_explained", "measurement", "publish", "scores_output", "read_scores", "scores_in", "default_environment",
 ]
 
 MIME_TYPE = "application/vnd.tcplab.scores+json"
@@ -95,6 +94,8 @@ class Check:
     #: bound or a verdict of the notebook's own. Grading uses it; the verdict above does not.
     tolerance: float | None = None
     relative: bool = True
+    #: False for a measurement shown without a rule (:func:`measurement`: a released notebook's).
+    scored: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "predicted", _plain(self.predicted))
@@ -114,6 +115,7 @@ class Check:
             rule=str(data.get("rule", "")), passed=bool(data.get("passed", False)),
             # Absent in payloads written before grading existed: no margin, as for a bound.
             tolerance=data.get("tolerance"), relative=bool(data.get("relative", True)),
+            scored=bool(data.get("scored", True)),
         )
 
 
@@ -162,6 +164,21 @@ def at_most(name: str, measured: Any, maximum: Any, *, unit: str = "",
     return Check(name, predicted, measured, unit, rule, m is not None and m <= high)
 
 
+def below_line(name: str, measured: Any, ceiling: Any, *, unit: str = "", language: str | None = None) -> Check:
+    """The line-ceiling rule: no rate a page measures exceeds its line's payload ceiling, the line
+    rate × MSS / bytes on the wire per packet, from the path's parameters, with the measurement's
+    own resolution (:func:`tcplab.analysis.theory.line_ceiling`), in the check's ``unit``. It is
+    the check's prediction; a rate above it is not a fast path but a measurement that counts its
+    time or its bytes wrongly, and the check fails saying so (``rule.line_ceiling_broken``)."""
+    m, high = _number(measured), _number(ceiling)
+    if high is None or high <= 0:
+        raise ValueError(f"a line's payload ceiling is a rate above 0, got {ceiling!r}")
+    t = Messages(language)
+    passed = m is not None and m <= high
+    rule = t("rule.line_ceiling" if passed or m is None else "rule.line_ceiling_broken", bound=format_value(high, unit, t))
+    return Check(name, high, measured, unit, rule, passed)
+
+
 def between(name: str, measured: Any, low: Any, high: Any, *, unit: str = "",
             predicted: Any = None, language: str | None = None) -> Check:
     """Passes when ``low <= measured <= high``; the range is the rule's ("between 0.6 and 0.8"),
@@ -194,6 +211,13 @@ def or_explained(base: Check, explained: bool, why: str, *, language: str | None
     (``why``, in the page's words). The rule names both, so a reader sees which one held."""
     t = Messages(language)
     return replace(base, passed=base.passed or bool(explained), rule=t("rule.or", rule=base.rule, other=why))
+
+
+def measurement(name: str, measured: Any, *, unit: str = "") -> Check:
+    """What a run measured for the check ``name``, without what theory expects or a rule: the
+    released notebook's checks (:mod:`.release` writes every check as one), scored only when the
+    student hands the notebook in."""
+    return Check(name, None, measured, unit, "", True, scored=False)
 
 
 def default_environment() -> dict[str, str]:
@@ -231,6 +255,11 @@ class Scores:
     def passed(self) -> bool:
         return all(c.passed for c in self.checks)
 
+    @property
+    def scored(self) -> bool:
+        """Whether its checks carry rules: a released notebook's carry measurements only."""
+        return not self.checks or any(c.scored for c in self.checks)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA, "case_id": self.case_id, "title": self.title,
@@ -257,17 +286,21 @@ class Scores:
 
 
 def _plain_table(scores: Scores, t: Messages) -> str:
-    header = [t("scores.check"), t("scores.predicted"), t("scores.measured"),
-              t("scores.rule"), t("scores.result")]
-    rows = [header] + [
-        [t.check_name(c.name), format_value(c.predicted, c.unit, t), format_value(c.measured, c.unit, t), c.rule,
-         t("status.untrusted") if scores.disturbed else t("status.pass") if c.passed else t("status.fail")]
-        for c in scores.checks
-    ]
+    if not scores.scored:  # measurements only (a released notebook's): no rule, no verdict
+        header = [t("scores.check"), t("scores.measured")]
+        rows = [header] + [[t.check_name(c.name), format_value(c.measured, c.unit, t)] for c in scores.checks]
+        summary = t("scores.measured_only", total=scores.n_checks)
+    else:
+        header = [t("scores.check"), t("scores.predicted"), t("scores.measured"), t("scores.rule"), t("scores.result")]
+        rows = [header] + [
+            [t.check_name(c.name), format_value(c.predicted, c.unit, t), format_value(c.measured, c.unit, t), c.rule,
+             t("status.untrusted") if scores.disturbed else t("status.pass") if c.passed else t("status.fail")]
+            for c in scores.checks
+        ]
+        summary = (t("scores.not_scored", total=scores.n_checks) if scores.disturbed
+                   else t("scores.summary", passed=scores.n_passed, total=scores.n_checks))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    summary = (t("scores.not_scored", total=scores.n_checks) if scores.disturbed
-               else t("scores.summary", passed=scores.n_passed, total=scores.n_checks))
     return "\n".join([scores.title, *lines, summary, *machine_lines(scores, t)])
 
 
@@ -294,14 +327,18 @@ def _shown_title(scores: Scores, t: Messages) -> str:
         return scores.title
 
 
-def scores_output(scores: Scores, *, language: str | None = None) -> dict[str, Any]:
-    """The MIME bundle :func:`publish` displays: table for people, JSON for the pipeline."""
+def scores_output(scores: Scores, *, language: str | None = None, only: Iterable[str] | None = None) -> dict[str, Any]:
+    """The MIME bundle :func:`publish` displays: table for people, JSON for the pipeline.
+    ``only``: the names of the checks the table lists (the student's edition lists those its
+    worksheet asked for, and says how many more the instructor's lists); the JSON keeps them all."""
     from .editions import INSTRUCTOR_CLASS  # nbconvert's, loaded only when a table is shown
 
     t = Messages(language)
+    listed = scores.checks if only is None else tuple(c for c in scores.checks if c.name in set(only))
+    shown = replace(scores, checks=listed)
     return {
-        "text/html": render("scores_table.html.j2", messages=t, scores=scores, title=_shown_title(scores, t),
-                            instructor_class=INSTRUCTOR_CLASS),
+        "text/html": render("scores_table.html.j2", messages=t, scores=shown, title=_shown_title(scores, t),
+                            instructor_class=INSTRUCTOR_CLASS, more=len(scores.checks) - len(listed)),
         "text/plain": _plain_table(scores, t),
         MIME_TYPE: scores.to_json(),
     }
@@ -332,7 +369,7 @@ def publish(case_id: str, title: str, checks: Iterable[Check], *, backend: str, 
     display(scores_output(scores, language=language), raw=True)
 
 
-def scores_in(nb: nbformat.NotebookNode) -> list[Scores]:
+def scores_in(nb: Any) -> list[Scores]:
     """Every scores payload in an executed notebook's outputs, in cell order."""
     found = []
     for cell in nb.cells:
@@ -350,5 +387,7 @@ def scores_in(nb: nbformat.NotebookNode) -> list[Scores]:
 
 def read_scores(executed_nb_path: str | Path) -> list[Scores]:
     """The scores an executed notebook published (empty when it published none)."""
+    import nbformat  # the schema's validation costs a second: only where a notebook is read
+
     nb = nbformat.read(str(executed_nb_path), as_version=4)
     return scores_in(nb)

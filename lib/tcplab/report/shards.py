@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..units import ParameterError
+from .pipeline import SUMMARY, render_only
 
-__all__ = ["Shard", "ShardDir", "read_shards", "missing", "gather", "merge", "SUMMARY"]
+__all__ = ["Shard", "ShardDir", "read_shards", "missing", "gather", "merge"]
 
-#: The file a report directory's summary is written to (``tcplab report``) and read from here.
-SUMMARY = "summary.json"
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
@@ -152,10 +151,8 @@ def gather(shards: Sequence[ShardDir], output_dir: Path) -> None:
 
 def merge(dirs: Iterable[str | Path], *, output_dir: str | Path, **render: Any):
     """The report of the whole selection from its shards' directories, running nothing:
-    :func:`tcplab.report.render_only` over the gathered notebooks, with the shards' profile,
-    mode and exercises. ``render``: render_only's other options (edition, formats, notebooks_dir, …)."""
-    from . import render_only
-
+    :func:`tcplab.report.pipeline.render_only` over the gathered notebooks, with the shards' profile,
+    mode and exercises. ``render``: render_only's other options (edition, formats, course_dir, …)."""
     shards = read_shards(dirs)
     output_dir = Path(output_dir)
     gather(shards, output_dir)

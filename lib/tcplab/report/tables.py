@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -99,6 +99,12 @@ def _header(name: Any) -> Any:
     return Messages().column(name) if isinstance(name, str) else name
 
 
+#: How the page names its variants (:meth:`tcplab.report.page.CasePage.name`), once a page has set
+#: the house style: a table's labels (its first column) and headers are a variant's name, never its
+#: label (``sndbuf-256KB-wmem_max-131071``). None: shown as they are.
+_NAMES: Callable[[str], str] | None = None
+
+
 def frame_html(frame: pd.DataFrame | pd.Series) -> str:
     """``frame`` as an HTML table in the house style."""
     if isinstance(frame, pd.Series):
@@ -115,14 +121,97 @@ def frame_html(frame: pd.DataFrame | pd.Series) -> str:
                    if shown.columns.nlevels == 1 else [])
     shown.columns = shown.columns.map(_header)  # each level of a MultiIndex (an aggregate's) too
     shown = shown.astype(object).map(cell_text)
-    classes = ["tcplab-frame"] + (["tcplab-wide"] if shown.shape[1] > WIDE_COLUMNS else [])
-    html = shown.to_html(classes=classes, index=False, border=0, escape=True, na_rep=GAP)
-    if predictions:
-        html = _mark_columns(html, predictions)
-    # A short header stays on one line: Chinese wraps between any two characters, and a narrow
-    # column would print "连接" as 连 over 接. Longer ones keep wrapping, or a wide table would
-    # run off the page.
-    return SHORT_HEADER.sub(r'<th style="white-space:nowrap">\1</th>', html)
+    if _NAMES is not None and shown.shape[1]:
+        shown.iloc[:, 0] = shown.iloc[:, 0].map(_NAMES)
+        if shown.columns.nlevels == 1:
+            shown.columns = shown.columns.map(lambda name: _NAMES(name) if isinstance(name, str) else name)
+    wide = shown.shape[1] > WIDE_COLUMNS
+    classes = ["tcplab-frame"] + (["tcplab-wide"] if wide else [])
+    width, padding = (FLOOR_EMS, WIDE_PADDING_EMS) if wide else (TABLE_EMS, CELL_PADDING_EMS)
+    parts = []
+    for columns in _split_for_editions(shown, predictions, width, padding) or _fitting_parts(shown, width, padding):
+        html = shown.iloc[:, columns].to_html(classes=classes, index=False, border=0, escape=True, na_rep=GAP)
+        marked = [i for i, column in enumerate(columns) if column in predictions]
+        if marked and len(marked) == len(columns) - 1:
+            html = _mark_table(html)  # the predictions' own part: the student edition drops it whole
+        elif marked:
+            html = _mark_columns(html, marked)
+        # A short header stays on one line: Chinese wraps between any two characters, and a narrow
+        # column would print "连接" as 连 over 接. Longer ones keep wrapping, or a wide table would
+        # run off the page.
+        parts.append(SHORT_HEADER.sub(r'<th style="white-space:nowrap">\1</th>', html))
+    return "\n".join(parts)
+
+
+#: The width a table may take on A4 (the page less its margins, report.css), in ems of the table's
+#: type: 9.5 pt, and 9 pt (the floor) for a wide table; a little under, for what the estimate misses.
+PAGE_WIDTH_PT = 504
+TABLE_EMS, FLOOR_EMS = 0.95 * PAGE_WIDTH_PT / 9.5, 0.95 * PAGE_WIDTH_PT / 9
+#: A cell's padding either side (report.css), in ems: a table's, a wide table's.
+CELL_PADDING_EMS, WIDE_PADDING_EMS = 0.6, 0.35
+
+
+def _char_ems(char: str) -> float:
+    """About how wide ``char`` is in DejaVu Sans (or Noto Sans CJK), in ems: a generous guess."""
+    if ord(char) >= 0x2E80:
+        return 1.0
+    if char in " \u202f.,:;!|'ijlft()[]":
+        return 0.36
+    if char.isupper() or char in "mwMW%—":
+        return 0.8
+    return 0.64
+
+
+def _narrowest(text: str, *, header: bool) -> float:
+    """The narrowest ``text`` can be set, in ems: its longest run that does not wrap (a cell wraps
+    at its spaces, a number's groups are joined by a no-break space; a short header not at all)."""
+    if header and SHORT_HEADER.fullmatch(f"<th>{text}</th>"):
+        runs = [text]
+    else:
+        runs = text.split(" ")
+    return max((sum(map(_char_ems, run)) for run in runs), default=0.0) * (1.1 if header else 1.0)
+
+
+def _split_for_editions(shown: pd.DataFrame, predictions: list[int], width_ems: float,
+                        padding_ems: float) -> list[list[int]] | None:
+    """A table too wide for A4 whose measured columns fit without its prediction columns, as
+    two parts: the measurements, then the predictions (the student edition drops the second whole
+    and reads the first, instead of two parts each missing what it may not see); None otherwise."""
+    if not predictions or len(_fitting_parts(shown, width_ems, padding_ems)) == 1:
+        return None
+    measured = [i for i in range(shown.shape[1]) if i not in predictions]
+    predicted = [0] + [i for i in predictions if i != 0]
+    if len(measured) < 2 or any(len(_fitting_parts(shown.iloc[:, part], width_ems, padding_ems)) > 1
+                                for part in (measured, predicted)):
+        return None
+    return [measured, predicted]
+
+
+def _fitting_parts(shown: pd.DataFrame, width_ems: float, padding_ems: float) -> list[list[int]]:
+    """``shown``'s columns in groups that each fit the page's width, each group after the first
+    repeating the first column (the row's label): chromium shrinks a whole print to fit its
+    widest table, so a table too wide even at the table floor is split, not shrunk, into as few
+    parts as fit, of about equal width. One group where it fits, as most do."""
+    if shown.columns.nlevels > 1 or shown.shape[1] < 3:
+        return [list(range(shown.shape[1]))]
+    needs = [max([_narrowest(str(name), header=True)] + [_narrowest(str(v), header=False) for v in shown.iloc[:, i]])
+             + 2 * padding_ems for i, name in enumerate(shown.columns)]
+    if sum(needs) <= width_ems:
+        return [list(range(shown.shape[1]))]
+    for count in range(2, shown.shape[1]):
+        # Each part gets the label column and about 1/count of the others' width.
+        share = sum(needs[1:]) / count
+        parts, current, filled = [], [0], 0.0
+        for i in range(1, shown.shape[1]):
+            if filled and (filled + needs[i] / 2 > share or needs[0] + filled + needs[i] > width_ems) and len(parts) < count - 1:
+                parts.append(current)
+                current, filled = [0], 0.0
+            current.append(i)
+            filled += needs[i]
+        parts.append(current)
+        if all(sum(needs[c] for c in part) <= width_ems for part in parts):
+            return parts
+    return [[0, i] for i in range(1, shown.shape[1])]
 
 
 #: A column of what theory expects ("predicted ms", "measured / predicted", "Mathis MB/s"): the
@@ -150,9 +239,18 @@ def _mark_columns(html: str, columns: list[int]) -> str:
     return str(soup)
 
 
-def use_house_style() -> None:
+def _mark_table(html: str) -> str:
+    """``html`` (one table) of the class the student edition drops."""
+    from .editions import INSTRUCTOR_CLASS
+
+    return html.replace('<table class="', f'<table class="{INSTRUCTOR_CLASS} ', 1)
+
+
+def use_house_style(names: Callable[[str], str] | None = None) -> None:
     """Have this IPython kernel show every frame and series with :func:`frame_html` (nothing
-    outside IPython)."""
+    outside IPython); ``names``: how the page names its variants (a label in, its name out)."""
+    global _NAMES
+    _NAMES = names
     html = formatter("text/html")
     if html is None:
         return

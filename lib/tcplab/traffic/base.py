@@ -51,6 +51,15 @@ class Workload(Params):
                            low=0.1, high=3600.0)
     cc: str = param("str", "bbr", "congestion control of each socket (TCP_CONGESTION, read back with getsockopt)")
 
+    @staticmethod
+    def of_run(run: Any) -> "Workload":
+        """The workload (of its own kind, from :data:`WORKLOADS`) a run record
+        (:class:`tcplab.runs.Run`) ran."""
+        stored = run.params.get("workload", {})
+        if stored.get("name") not in WORKLOADS:
+            raise ValueError(f"{run.dir}: workload {stored.get('name')!r} is not one of {', '.join(sorted(WORKLOADS))}")
+        return WORKLOADS[stored["name"]].from_record(stored)
+
     def check_machine(self) -> None:
         available = available_cc()
         if available and self.cc not in available:

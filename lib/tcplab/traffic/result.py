@@ -39,6 +39,13 @@ class AppResult:
         return dataclasses.asdict(self)
 
     @classmethod
+    def of_run(cls, run: Any) -> "AppResult | None":
+        """What the application saw in a run record (:class:`tcplab.runs.Run`); None where it
+        recorded nothing (a run killed before its workload ended)."""
+        data = run.meta.get("app")
+        return None if data is None else cls.from_dict(data)
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "AppResult":
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)

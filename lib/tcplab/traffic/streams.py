@@ -44,6 +44,10 @@ class Bulk(Workload):
                                     low=1, high=SIZE_MAX, optional=True)
     pause_for: float = param("duration", "1s", "how long the receiver stops reading after pause_after",
                              low=0.0, high=600.0)
+    silent_after: int | None = param("size", None, "bytes read before the receiver's host goes silent for "
+                                     "pause_for (drops every packet in and out, as a host that hung): the sender "
+                                     "resends into silence until its kernel gives up; unset: never",
+                                     low=1, high=SIZE_MAX, optional=True)
 
     def sender(self) -> str:
         return "server" if self.direction == "download" else "client"
@@ -51,7 +55,9 @@ class Bulk(Workload):
     def connection_count(self) -> int:
         return 1
 
-    def expected_bytes(self) -> int:
+    def expected_bytes(self) -> int | None:
+        if self.silent_after is not None:
+            return None  # the connection dies in the silence
         return self.size * self.connection_count()
 
     def commands(self, path: Any) -> dict[str, list[str]]:
@@ -71,6 +77,7 @@ class Bulk(Workload):
                 "read_size": self.read_size, "pause_after": self.pause_after, "pause_for": self.pause_for,
                 "read_rate": None if self.read_rate is None else self.read_rate / 8,  # bit/s -> bytes/s
             },
+            **({"silent_after": self.silent_after, "reset_ok": True} if self.silent_after is not None else {}),
         }
 
 
