@@ -82,9 +82,10 @@ def test_a_delay_line_path_in_the_users_namespace_measures_as_on_the_host(learne
     runs = learner_dir
     said = _answer(as_learner("""
         import json, socket, sys, threading
+        from tcplab.analysis.packets import read_packets
         from tcplab.experiment import Experiment
         from tcplab.lab import NetPath, fidelity, netns, sysctl
-        from tcplab.traffic import Bulk
+        from tcplab.traffic import AppResult, Bulk
 
         def plain_connection_cc(path):
             # The congestion control both ends of a connection that asks for none get (curl's, iperf's).
@@ -115,14 +116,15 @@ def test_a_delay_line_path_in_the_users_namespace_measures_as_on_the_host(learne
             listed = path.router.run(["ip", "netns", "list"]).stdout
             qdiscs = path.router.run(["tc", "qdisc", "show", "dev", "to-server"]).stdout
             nfqueue = path.router.run(["iptables", "-t", "raw", "-S", "PREROUTING"]).stdout
-            sockets = run.app.sockets
+            app = AppResult.of_run(run)
+            sockets = app.sockets
             plain = path.remote.call(plain_connection_cc, path)
         print(json.dumps({
             "backend": path.backend, "kind": run.environment["lab_kernel"], "status": run.status,
-            "rtt_median": rtt.median, "rtt_min": rtt.kernel_min_rtt, "goodput": run.app.goodput_bps,
+            "rtt_median": rtt.median, "rtt_min": rtt.kernel_min_rtt, "goodput": app.goodput_bps,
             "sndbuf": sockets["server"]["sndbuf"], "cc": cc, "restricted": bool(restricted),
             "env_cc": run.environment["cc"], "socket_cc": sockets["server"].get("cc"), "plain_cc": plain,
-            "packets": len(run.packets().packets), "telemetry": len(run.telemetry),
+            "packets": len(read_packets(run.pcap).packets), "telemetry": len(run.telemetry),
             "owner": __import__("os").stat(run.dir / "run.json").st_uid, "uid": __import__("os").getuid(),
             "netns": listed, "qdiscs": qdiscs, "nfqueue": nfqueue}))
     """, str(runs), timeout=180))
