@@ -57,8 +57,9 @@ def _end(*processes: subprocess.Popen) -> None:
             process.wait(timeout=30)
 
 
-@pytest.fixture
-def learners():
+@pytest.fixture(name="learners")
+def learner_names():
+    """The learners' names, checked to be accounts (``make test-users``)."""
     for name in LEARNERS:
         learners.account(name)
     return LEARNERS
