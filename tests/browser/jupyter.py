@@ -23,11 +23,14 @@ def write_lab_settings(settings_dir: Path) -> None:
         file.write_text(json.dumps(values))
 
 
-#: Every code cell ran: its prompt holds a number, none "[*]" (running) or "[ ]" (waiting).
+#: Run All went through: a cell ran (its prompt holds a number) and none is running or queued
+#: ("[*]", which Run All puts on every cell at once). Not "every prompt holds a number": the
+#: cells whose source is hidden (nbgrader's scoring cells in a released assignment) never showed
+#: one here; :func:`ran_every_cell` checks the saved notebook instead.
 ALL_RAN = """() => {
   const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
     .map(e => e.textContent.trim());
-  return prompts.length > 0 && prompts.every(t => /^\\[\\d+\\]:$/.test(t));
+  return prompts.some(t => /^\\[\\d+\\]:$/.test(t)) && !prompts.includes('[*]:');
 }"""
 
 
@@ -76,6 +79,11 @@ def shown(page) -> dict:
         "scores_tables": page.locator("table.tcplab-scores").count(),
         "rows": [rows.nth(i).get_attribute("class") for i in range(rows.count())],
     }
+
+
+def ran_every_cell(notebook: dict) -> bool:
+    """Every code cell of a saved notebook has run (has an execution count)."""
+    return all(cell.get("execution_count") for cell in notebook["cells"] if cell["cell_type"] == "code")
 
 
 def errors(notebook: dict) -> list[str]:

@@ -22,7 +22,7 @@ from tcplab.lab import state
 from learners import LEARNERS, account, processes, wait_gone
 
 from .conftest import ROOT, VENV_BIN, free_port, token, wait_http
-from .jupyter import ALL_RAN, errors, open_notebook, save, shown, write_lab_settings
+from .jupyter import ALL_RAN, errors, open_notebook, ran_every_cell, save, shown, write_lab_settings
 
 pytestmark = [pytest.mark.kernel, pytest.mark.slow]
 
@@ -139,7 +139,7 @@ def test_two_learners_on_one_hub_run_a_case_at_once_and_a_culled_server_leaves_n
         page.wait_for_function(ALL_RAN, timeout=600_000, polling=1000)
         owner = next(a for a in hub["accounts"] if a.pw_name == name)
         notebook = save(page, Path(owner.pw_dir) / "tcplab" / f"{CASE}.ipynb")
-        assert errors(notebook) == [], name
+        assert errors(notebook) == [] and ran_every_cell(notebook), name
         seen = shown(page)
         assert seen["scores_tables"] == 1 and set(seen["rows"]) <= {"pass", "untrusted"} and seen["rows"], (name, seen)
         assert page.get_by_text("waiting for the machine:").count() == 0  # the note went when the turn came
