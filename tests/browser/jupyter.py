@@ -37,8 +37,12 @@ ALL_RAN = """() => {
 def open_notebook(page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector(".jp-Notebook .jp-CodeCell .cm-content", timeout=120_000)
-    # The notebook's kernel (the checkout's .venv) has started when the toolbar says idle.
+    # The notebook's kernel (the checkout's .venv) has started when the toolbar says idle, and the
+    # page is connected to it when the status bar says so ("Python 3 (ipykernel) | Idle"): the
+    # toolbar's indicator can read idle before, and Run All then leaves every cell unrun.
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+    page.wait_for_function("() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')",
+                           timeout=120_000, polling=500)
 
 
 def write_cell(page, containing: str, text: str) -> None:
