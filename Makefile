@@ -32,15 +32,20 @@ SHARD       ?=
 SHARDS      ?=
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k path -x"
 PYTEST_ARGS ?=
-# The lab's own tests, run again inside the UML kernel (booting UML inside UML is not among them).
-UML_LAB_TESTS := tests/lab tests/traffic tests/observe --ignore=tests/lab/test_uml.py
+# The lab's own tests, run again inside the UML kernel (booting UML inside UML is not among them,
+# nor what a learner meets on the host: user namespaces, the roads' faults and the machine-wide
+# measurement queue are the host's, and their learners run UML themselves where they need it).
+UML_LAB_TESTS := tests/lab tests/traffic tests/observe --ignore=tests/lab/test_uml.py --ignore=tests/lab/test_userns.py \
+                 --ignore=tests/lab/test_lab_faults.py --ignore=tests/lab/test_queue.py
 
 # System tools the lab, the captures and the PDF rendering call.
 APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark tcptrace iputils-ping procps curl iperf3 \
                 libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
-                poppler-utils libjs-katex user-mode-linux kmod
+                poppler-utils libjs-katex user-mode-linux kmod util-linux nodejs
+# JupyterHub's proxy (configurable-http-proxy, from npm) for the class tests and the hub example.
+CHP         := $(VENV)/node/node_modules/.bin/configurable-http-proxy
 
-.PHONY: setup system-packages test test-host test-uml report merge render release replay-data bench stress jupyter doctor cleanup clean help
+.PHONY: setup system-packages test-users test test-host test-uml report merge render release replay-data bench stress jupyter doctor cleanup clean help
 
 help:
 	@echo "make report   run every case and render reports/ (HTML, PDF, handout); LANG=zh: in Chinese"
@@ -52,13 +57,14 @@ help:
 	@echo "make jupyter  JupyterLab on the course (course/) with the project's kernel"
 	@echo "make doctor   what this machine can do; make cleanup   remove leftovers of killed runs"
 
-setup: system-packages $(VENV)/.installed
+setup: system-packages $(VENV)/.installed $(CHP)
 
 # Installs only what is missing, so a second run costs a dpkg query.
 system-packages:
 	@missing=""; for p in $(APT_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing" >&2; exit 3; fi; \
@@ -71,12 +77,24 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@
 
+# Beside the .venv, readable by every user as the .venv is (the hub runs it as root).
+$(CHP):
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5
+
+# The unprivileged learners the tests run as (the user-namespace lab, JupyterLab in a browser,
+# a JupyterHub with two learners): system users with a home, made once, as root.
+TEST_USERS := tcplab-learner1 tcplab-learner2
+test-users:
+	@if [ "$$(id -u)" = 0 ]; then for u in $(TEST_USERS); do \
+	  id -u $$u >/dev/null 2>&1 || useradd --create-home --shell /bin/bash --comment "tcplab test learner" $$u; \
+	done; fi
+
 # The suite on both lab kernels: this machine's, then a User-mode Linux kernel (netem, stock
 # sysctls) — the lab tests run inside it, the course runs its lab there. Either failing fails.
 test: test-host test-uml
 
 # The course in UML belongs to the UML leg alone (it would otherwise run twice).
-test-host: setup
+test-host: setup test-users
 	$(PY) -m pytest --durations=15 $(PYTEST_ARGS) --ignore=tests/test_course_uml.py
 
 test-uml: setup

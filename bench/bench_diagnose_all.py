@@ -127,7 +127,7 @@ def _tiny_only(args: argparse.Namespace, previous_tiny: dict | None, exclusive_m
     with tempfile.TemporaryDirectory(prefix="tcplab-bench-tiny-") as tmp:
         tmp = Path(tmp)
         tiny_capture(tmp / "tiny.pcap")
-        with exclusive_measurement(lambda: print("waiting for another tcplab measurement to finish", flush=True)):
+        with exclusive_measurement(lambda place: print(place.text(), flush=True)):
             load = os.getloadavg()[0]
             row = _tiny_row(tmp / "tiny.pcap", tmp, args.tiny_repeat)
             load_after = os.getloadavg()[0]
@@ -174,7 +174,7 @@ def main() -> int:
         print(f"made {capture.stat().st_size / 1e6:.0f} MB: {meta['packets']:,} packets in {meta['flows']:,} flows "
               f"in {time.perf_counter() - start:.1f} s", file=sys.stderr)
         command = [TCPLAB, "diagnose", capture, "--all", "-o", tmp / "verdicts.parquet"]
-        with exclusive_measurement(lambda: print("waiting for another tcplab measurement to finish", flush=True)):
+        with exclusive_measurement(lambda place: print(place.text(), flush=True)):
             load = os.getloadavg()[0]
             code, _, _ = timed(command, tmp / "stdout.txt")  # fills numba's cache if it is cold
             if code != 0:

@@ -71,5 +71,5 @@ def run_alone(main) -> None:
     other tcplab measurement shares the CPU with it (they wait their turn, as it does)."""
     from tcplab.lab.state import exclusive_measurement
 
-    with exclusive_measurement(lambda: print("waiting for another tcplab measurement to finish", flush=True)):
+    with exclusive_measurement(lambda place: print(place.text(), flush=True)):
         sys.exit(main())

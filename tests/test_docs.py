@@ -14,9 +14,9 @@ README = ROOT / "README.md"
 INDEX = DOCS / "README.md"
 README_MAX_LINES = 200
 
-#: Pages that other branches of issue 37 are writing: links to them are allowed until they land.
+#: Pages that other branches are writing: links to them are allowed until they land.
 #: Empty this when those branches are merged.
-FORTHCOMING = {"docs/lab-kernels-userns.md", "docs/deploying.md"}
+FORTHCOMING: set[str] = set()
 
 #: An inline Markdown link or image: [text](target) or [text](target "title").
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")

@@ -23,3 +23,14 @@ def test_environment_yml_matches_pyproject():
     assert set(listed) == set(wanted), f"only in environment.yml: {set(listed) - set(wanted)}; only in pyproject: {set(wanted) - set(listed)}"
     for name, requirement in wanted.items():
         assert listed[name].replace(" ", "") == requirement.replace(" ", ""), name
+
+
+def test_binder_environment_is_the_same_as_the_root_one():
+    """Binder reads binder/environment.yml only (a binder/ folder hides the root's files from
+    repo2docker); it must list what the root one lists, the checkout named from its folder."""
+    def lines(path):
+        return [line.split("#", 1)[0].rstrip() for line in path.read_text().splitlines()
+                if line.split("#", 1)[0].strip()]
+
+    root, binder = lines(ROOT / "environment.yml"), lines(ROOT / "binder" / "environment.yml")
+    assert [line.replace("-e .", "-e ..") if line.strip() == "- -e ." else line for line in root] == binder

@@ -184,11 +184,10 @@ class Experiment:
     def _environment(self) -> dict[str, Any]:
         from .lab.kernels import lab_kernel
 
-        cc_key = "net.ipv4.tcp_congestion_control"
         return environment(
             lab_kernel=lab_kernel()["kind"],
             backend=self.path.backend,
-            cc={host.name: host.sysctl(cc_key) for host in (self.path.client, self.path.server)},
+            cc=self.path.connection_cc(),
             path=self.path.describe(),
         )
 

@@ -69,9 +69,14 @@ def test_auto_mode_is_live_where_the_lab_can_run_else_replay(dirs, monkeypatch):
     lab = CaseLab(CASE, mode="auto", **dirs)
     assert lab.mode == "live" and lab.kernel == "host"
     monkeypatch.setattr("tcplab.lab.kernels.host_can_run", lambda: (False, "not root"))
+    monkeypatch.setattr("tcplab.lab.kernels.userns_can_run", lambda: (True, ""))
+    lab = CaseLab(CASE, mode="auto", **dirs)  # without root, the host's kernel in a user namespace
+    assert lab.mode == "live" and lab.kernel == "userns" and "not root" in lab.kernel_why
+    monkeypatch.setattr("tcplab.lab.kernels.userns_can_run", lambda: (False, "user.max_user_namespaces is 0"))
     monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (True, ""))
-    lab = CaseLab(CASE, mode="auto", **dirs)  # without root, the UML kernel runs the lab
+    lab = CaseLab(CASE, mode="auto", **dirs)  # without either, the UML kernel runs the lab
     assert lab.mode == "live" and lab.kernel == "uml" and "not root" in lab.kernel_why
+    assert "max_user_namespaces" in lab.kernel_why
     monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
     with pytest.raises(ReplayMissing):  # replay chosen, and this fixture case has no recorded data
         CaseLab(CASE, mode="auto", **dirs)
@@ -193,7 +198,7 @@ def test_bad_label_is_refused_before_anything_runs(dirs):
 
 
 def test_measurements_take_turns(tmp_path, monkeypatch):
-    monkeypatch.setattr("tcplab.lab.state.MEASURE_LOCK", tmp_path / "measure.lock")
+    monkeypatch.setattr("tcplab.lab.state.QUEUE_DIR", tmp_path / "queue")
     order, waited = [], []
     holding = threading.Event()
 
@@ -206,7 +211,7 @@ def test_measurements_take_turns(tmp_path, monkeypatch):
     thread = threading.Thread(target=first)
     thread.start()
     holding.wait(5)
-    with exclusive_measurement(lambda: waited.append(True)):
+    with exclusive_measurement(lambda place: waited.append(True)):
         order.append("second starts")
     thread.join()
     assert waited == [True] and order == ["first done", "second starts"]

@@ -290,7 +290,8 @@ def test_cleanup_leaves_live_runs_alone(root):
 
 def test_not_root_is_refused_before_anything(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    # Without root and without a UML kernel, nothing can build the path.
+    # Without root, user namespaces or a UML kernel, nothing can build the path.
+    monkeypatch.setattr("tcplab.lab.kernels.userns_can_run", lambda: (False, "user.max_user_namespaces is 0"))
     monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
     before = set(netns.listed())
     with pytest.raises(PermissionError, match="root"):

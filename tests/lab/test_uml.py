@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tcplab.experiment import Experiment
-from tcplab.lab import NetPath, PathSpec, cleanup, fidelity, uml
+from tcplab.lab import NetPath, PathSpec, agent_kernel, cleanup, fidelity, uml
 from tcplab.analysis.packets import read_packets
 from tcplab.runs import COMPLETE
 from tcplab.traffic import AppResult, Bulk
@@ -27,7 +27,7 @@ BOOT = """
 import json, sys
 from tcplab.lab import uml
 kernel = uml.UmlKernel(mem="512M").start()
-print(json.dumps({"pgid": int(open(kernel._record.workdir + "/uml.pgid").read()), "umid": kernel.umid,
+print(json.dumps({"pgid": int(open(kernel._record.workdir + "/kernel.pgid").read()), "umid": kernel.umid,
                   "shepherd": kernel._proc.pid, "workdir": kernel._record.workdir}), flush=True)
 sys.stdin.read()
 """
@@ -75,7 +75,7 @@ def test_calls_run_in_the_second_kernel_and_exceptions_come_back_as_themselves(k
 
 
 def test_a_netem_path_in_uml_delays_as_configured(kernel, monkeypatch):
-    monkeypatch.setattr(uml, "_shared", kernel)
+    monkeypatch.setitem(agent_kernel._shared, "uml", kernel)
     with NetPath(rtt="20ms", rate="100mbit", backend="netem", kernel="uml") as path:
         assert path.remote is kernel and path.backend == "netem" and path.kernel == "uml"
         qdiscs = path.router.run(["tc", "qdisc", "show", "dev", "to-server"]).stdout
@@ -88,7 +88,7 @@ def test_a_netem_path_in_uml_delays_as_configured(kernel, monkeypatch):
 
 
 def test_an_experiment_in_uml_leaves_a_complete_record_on_the_host(kernel, monkeypatch, tmp_path):
-    monkeypatch.setattr(uml, "_shared", kernel)
+    monkeypatch.setitem(agent_kernel._shared, "uml", kernel)
     with NetPath(rtt="10ms", rate="50mbit", kernel="uml") as path:
         run = Experiment(path, Bulk(size="1MB"), case="uml-test", runs_dir=tmp_path).run()
     assert run.status == COMPLETE and run.dir.parent.parent == tmp_path
@@ -104,7 +104,7 @@ def test_an_object_held_in_uml_is_itself_in_calls_there_and_let_go_after(kernel,
     from tcplab.rooms.tcp_mem import Ballast
     from tcplab.lab.kernels import call_in, held_in
 
-    monkeypatch.setattr(uml, "_shared", kernel)
+    monkeypatch.setitem(agent_kernel._shared, "uml", kernel)
     agent = lambda: __import__("tcplab.lab.kernels").lab.kernels  # noqa: E731  (what the agent holds)
     with held_in("uml", Ballast, "1MB") as ballast:
         held = call_in("uml", lambda: ballast.held())  # the stand-in travels, the sockets stay there
@@ -144,7 +144,7 @@ def test_bad_kernel_values_are_refused_by_name_before_anything_starts():
 
 
 def test_a_missing_or_unreadable_kernel_is_said_clearly(monkeypatch, tmp_path):
-    records = {r.umid for r in uml.UmlRecord.all()}
+    records = {r.umid for r in agent_kernel.AgentRecord.all()}
     monkeypatch.setattr(uml, "find_install", lambda: None)
     with pytest.raises(uml.UmlError, match="apt-get install user-mode-linux kmod"):
         uml.UmlKernel().start()
@@ -152,7 +152,7 @@ def test_a_missing_or_unreadable_kernel_is_said_clearly(monkeypatch, tmp_path):
     broken = uml.UmlInstall(binary=absent / "linux.uml", modules=absent / "6.1.0", modprobe=absent / "kmod")
     with pytest.raises(uml.UmlError, match="cannot be read by this user"):
         uml.UmlKernel(install=broken).start()
-    assert {r.umid for r in uml.UmlRecord.all()} == records  # refused before anything started
+    assert {r.umid for r in agent_kernel.AgentRecord.all()} == records  # refused before anything started
 
 
 #: Restores XMM0 through a short NT_X86_XSTATE buffer, as UML restores its processes' registers,

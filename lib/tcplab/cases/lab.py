@@ -26,7 +26,7 @@ import pandas as pd
 from ..course import PROFILES
 from ..experiment import RunPlan
 from ..lab import NetPath, PathSpec
-from ..lab.kernels import choose_mode
+from ..lab.kernels import AGENT_KERNELS, choose_mode, on_kernel
 from ..observe import ObserveSpec
 from ..units import ParameterError
 from .sources import RUN_TRIES, LiveSource, ReplayedPath, ReplaySource, RunSource
@@ -56,6 +56,9 @@ class CaseLab:
         self.trials: dict[str, Trial] = {}
         #: Health readings of the measurements made outside run records (:meth:`measure`).
         self.measured: dict[str, dict[str, Any]] = {}
+        #: Why paths ran in another kernel than the lab's (:func:`tcplab.lab.kernels.path_kernel`),
+        #: which the page says beside the lab's kernel.
+        self.moved: set[str] = set()
         self._before_first: list[Callable[[], Any]] = []
 
     def before_first_run(self, callback: Callable[[], Any]) -> None:
@@ -78,7 +81,7 @@ class CaseLab:
 
     @property
     def kernel(self) -> str | None:
-        """The kernel the live variants run on ("host" or "uml"; None in replay)."""
+        """The kernel the live variants run on ("host", "userns" or "uml"; None in replay)."""
         return self.source.kernel
 
     @property
@@ -99,10 +102,14 @@ class CaseLab:
         return self.source.path(self._on_kernel(_spec(spec, settings)))
 
     def _on_kernel(self, spec: PathSpec) -> PathSpec:
-        """The spec as this execution runs it: on the UML kernel when that is the lab's, so
-        its runs are told from the host's (a different run key)."""
-        if self.kernel == "uml" and spec.kernel is None:
-            return spec.replaced(kernel="uml")
+        """The spec as this execution runs it: on the lab's kernel when that is one of its own
+        (UML, a user namespace), so its runs are told from the host's (a different run key);
+        a path a user namespace cannot make (a host-global setting) on the UML kernel, and the
+        page says why (:attr:`moved`)."""
+        if self.kernel in AGENT_KERNELS and spec.kernel is None:
+            spec, why = on_kernel(spec, self.kernel)
+            if why:
+                self.moved.add(why)
         return spec
 
     def kernels_side_by_side(self) -> tuple[list[str], str]:

@@ -3,7 +3,8 @@
 A :class:`~.lab.CaseLab` asks its source for everything that differs between the two, through
 one interface (:class:`RunSource`), and never asks which one it has:
 
-- :class:`LiveSource` builds paths in the lab's kernel (the host's, or a UML kernel's), runs a
+- :class:`LiveSource` builds paths in the lab's kernel (the host's, the host's in the learner's
+  own user namespace, or a UML kernel's), in its turn in the machine's measurement queue, runs a
   variant there (or reuses a recorded run with the same parameters: the rule is
   :func:`~tcplab.experiment.reusable_run`'s), makes a disturbed run again, and notes in the case's
   live index (``data/runs/<case>/index.json``) what replay will need;
@@ -23,8 +24,9 @@ from typing import Any, Callable, ContextManager, Iterator, Protocol
 from ..experiment import Experiment, RunPlan, measured, reusable_run
 from ..lab import NetPath, PathSpec
 from ..lab.kernels import call_in, held_in
-from ..lab.state import exclusive_measurement
+from ..lab.state import QueuePlace, Turn, exclusive_measurement
 from ..observe import ObserveSpec
+from ..observe.health import judged
 from ..runs import Run, key_of, runs_root
 from . import replay
 from .trial import kernel_label, kernel_of
@@ -50,7 +52,7 @@ class RunSource(Protocol):
     """What a case needs of the place its runs come from."""
 
     mode: str  # "live" or "replay"
-    #: The lab's kernel ("host" or "uml"; None in replay) and why it was chosen.
+    #: The lab's kernel ("host", "userns" or "uml"; None in replay) and why it was chosen.
     kernel: str | None
     kernel_why: str
 
@@ -79,6 +81,7 @@ class LiveSource:
         self.profile, self.fresh, self.runs_dir = profile, fresh, runs_dir
         self._backends: list[str] = []
         self._kernels: list[str] = []  # "6.1.176 (UML)": the kernels the variants ran on
+        self._turn = Turn()  # the machine's measurement queue's turn the live path has
         self._case_runs = runs_root(runs_dir) / case_id
         if (self._case_runs / replay.INDEX).exists():
             # The index names what this execution of the case uses, so a variant a notebook
@@ -87,11 +90,16 @@ class LiveSource:
 
     @contextlib.contextmanager
     def path(self, spec: PathSpec) -> Iterator[NetPath]:
-        # The wait is news for the terminal, not for the page: the process's own stderr, not the cell's.
-        with exclusive_measurement(lambda: print(f"{self.case_id}: waiting for another measurement to finish",
-                                                  file=sys.__stderr__, flush=True)), NetPath(spec) as live:
+        # The wait is news for the terminal and the learner, not for the page (_QueueNote).
+        note = _QueueNote(self.case_id)
+        with exclusive_measurement(note, what=f"case {self.case_id}") as turn, NetPath(spec) as live:
+            note.done()
+            self._turn = turn
             self._index(backend=live.backend, kernel=kernel_label(live.kernel, live.release))
-            yield live
+            try:
+                yield live
+            finally:
+                self._turn = Turn()
 
     def run(self, label: str, plan: RunPlan, workload: Any, observe: ObserveSpec, where: NetPath | PathSpec) -> Run:
         # Checked before a path is built: re-rendering a case costs no lab time.
@@ -100,6 +108,8 @@ class LiveSource:
             with contextlib.nullcontext(where) if isinstance(where, NetPath) else self.path(where) as path:
                 run = Experiment(path, workload, case=self.case_id, runs_dir=self.runs_dir, observe=observe,
                                  plan=plan).run(tries=RUN_TRIES)
+                if (beside := self._turn.health()) is not None:  # it could not wait for the machine
+                    run.amend_observe("health", judged(run.observe.get("health") or {}, measured_beside=beside))
         self._index(runs={label: run.dir.name}, kernel=kernel_of(run))
         return run
 
@@ -114,6 +124,8 @@ class LiveSource:
             value, health = measured(path, compute)
             if not health.get("disturbed"):
                 break
+        if (beside := self._turn.health()) is not None:  # it could not wait for the machine
+            health = judged(health, measured_beside=beside)
         value = json.loads(json.dumps(value, default=str))  # as replay will give it back
         self._index(kept={name: value, f"{name}.health": health})
         return value, health
@@ -132,7 +144,7 @@ class LiveSource:
     def side_by_side(self) -> tuple[list[str], str]:
         from ..lab.kernels import host_can_run, uml_can_run
 
-        other = "uml" if self.kernel == "host" else "host"
+        other = "host" if self.kernel == "uml" else "uml"  # a user namespace's kernel is the host's
         can, why = (uml_can_run if other == "uml" else host_can_run)()
         kernels = [self.kernel, other] if can else [self.kernel]
         why = "" if can else f"the {other} kernel cannot run the lab here ({why})"
@@ -163,6 +175,38 @@ class LiveSource:
         index["kernel"] = ", ".join(self._kernels) or index.get("kernel") or platform.release()
         index["profile"] = self.profile
         replay.write_index(self._case_runs, index)
+
+
+class _QueueNote:
+    """Where the case waits in the machine's measurement queue (:func:`exclusive_measurement`):
+    in a notebook, in the cell while it waits, emptied when the turn comes so that no page
+    keeps it; elsewhere on stderr. (Not on a notebook kernel's stderr: the kernel sends what
+    its process writes there to the cell, where it would stay.)"""
+
+    def __init__(self, case_id: str) -> None:
+        self.case_id = case_id
+        self.handle: Any = None
+
+    def __call__(self, place: QueuePlace) -> None:
+        try:
+            from IPython import get_ipython
+            from IPython.display import Markdown, display
+        except ImportError:
+            get_ipython = None
+        if get_ipython is None or get_ipython() is None:
+            print(f"{self.case_id}: {place.text()}", file=sys.__stderr__, flush=True)
+            return
+        if self.handle is None:
+            self.handle = display(Markdown(place.text()), display_id=True)
+        else:
+            self.handle.update(Markdown(place.text()))
+
+    def done(self) -> None:
+        if self.handle is not None:
+            from IPython.display import Markdown
+
+            self.handle.update(Markdown(""))
+            self.handle = None
 
 
 class ReplaySource:

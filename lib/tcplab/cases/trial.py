@@ -19,9 +19,13 @@ from ..traffic import AppResult, Workload
 __all__ = ["Trial"]
 
 
+#: How pages name each kind of lab kernel beside its release.
+KERNEL_KINDS = {"uml": "UML", "userns": "user namespace"}
+
+
 def kernel_label(kind: str | None, release: str) -> str:
-    """How pages name a lab kernel: "6.18.44 (host)" or "6.1.176 (UML)"."""
-    return f"{release} ({'UML' if kind == 'uml' else 'host'})"
+    """How pages name a lab kernel: "6.18.44 (host)", "6.18.44 (user namespace)" or "6.1.176 (UML)"."""
+    return f"{release} ({KERNEL_KINDS.get(kind or '', 'host')})"
 
 
 def kernel_of(run: Any) -> str:

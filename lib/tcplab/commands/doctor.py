@@ -1,5 +1,6 @@
-"""``tcplab doctor``: which kernels can run the lab for this user, what the chosen one can
-do, and a short fidelity check of a path (:mod:`tcplab.lab.doctor` measures)."""
+"""``tcplab doctor``: which kernels can run the lab for this user (the host's as root, the
+host's in a user namespace, UML), which one the course takes and why, what it can do, and a
+short fidelity check of a path (:mod:`tcplab.lab.doctor` measures)."""
 
 from __future__ import annotations
 
@@ -35,9 +36,9 @@ def main(argv: Sequence[str]) -> int:
     result: dict[str, Any] = {"lab_kernels": where}
     if not args.json:
         print(f"lab kernels for this user (uid {where['uid']}):")
-        for name in ("host", "uml"):
+        for name in ("host", "userns", "uml"):
             row = where[name]
-            print(f"  {name:<5} {row['release']:<12} {'can run the lab' if row['ok'] else 'no: ' + row['why']}")
+            print(f"  {name:<6} {row['release']:<16} {'can run the lab' if row['ok'] else 'no: ' + row['why']}")
     choice = choose_kernel(args.kernel)
     result["kernel"] = choice.kernel
     if choice.kernel is None:
@@ -55,11 +56,21 @@ def main(argv: Sequence[str]) -> int:
         booted = uml.shared_kernel()
         print(f"UML kernel        {booted.release}, booted in {booted.boot_seconds:.1f} s; modules loaded: "
               f"{' '.join(booted.info['modules_loaded'])}; not loaded: {' '.join(booted.info['modules_failed']) or 'none'}")
+    if choice.kernel == "userns":
+        from ..lab import userns
+
+        started = userns.shared_kernel()
+        result["userns_limits"] = doctor.userns_limits()
+        if not args.json:
+            print(f"user namespace    started in {started.boot_seconds:.1f} s; the lab is root of its own namespaces "
+                  "there, on this machine's kernel")
+            for limit in result["userns_limits"]:
+                print(f"  it {limit}")
     caps = in_lab(doctor.capabilities)
     result["capabilities"] = caps.as_dict()
     if not args.json:
         print(f"kernel            {caps.kernel}")
-        print(f"root              {'yes' if caps.root else 'NO'}")
+        print(f"root              {('yes, of its user namespace' if choice.kernel == 'userns' else 'yes') if caps.root else 'NO'}")
         print(f"netem qdisc       {'yes' if caps.netem else 'no (the userspace delay line will be used)'}")
         print(f"link backend      {caps.backend}")
         print(f"tracefs           {'yes' if caps.tracefs else 'no (tracepoints will be recorded as not available)'}")
@@ -79,13 +90,15 @@ def main(argv: Sequence[str]) -> int:
         check = in_lab(doctor.fidelity_check, rtt=args.rtt, rate=args.rate, backend=args.backend)
         result["fidelity"] = {
             "backend": check.backend, "rtt_configured_s": check.rtt_configured,
-            "rtt_measured_s": check.rtt_measured, "rtt_kernel_min_s": check.rtt_kernel_min,
+            "rtt_measured_s": check.rtt_measured, "rtt_loopback_s": check.rtt_loopback,
+            "rtt_kernel_min_s": check.rtt_kernel_min,
             "rate_configured_bps": check.rate_configured, "goodput_bps": check.goodput, "cc": check.cc,
             "rtt_ok": check.rtt_ok, "rate_ok": check.rate_ok,
         }
         if not args.json:
             print(f"fidelity ({check.backend}): RTT configured {format_duration(check.rtt_configured)}, "
                   f"measured over TCP {format_duration(check.rtt_measured)} "
+                  f"less {format_duration(check.rtt_loopback)} of the kernel's own (loopback) "
                   f"(kernel min_rtt {format_duration(check.rtt_kernel_min)}) "
                   f"{'ok' if check.rtt_ok else 'OFF'}")
             print(f"fidelity ({check.backend}): rate configured {format_rate(check.rate_configured)}, "

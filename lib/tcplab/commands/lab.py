@@ -26,7 +26,9 @@ def main(argv: Sequence[str]) -> int:
     with NetPath(spec) as path:
         print(f"path {path.id} is up ({path.backend}); Ctrl-C tears it down.")
         for host in (path.client, path.router, path.server):
-            print(f"  {host.name:<7} {host.address:<12} ip netns exec {host.ns} bash")
+            shell = host.shell()
+            print(f"  {host.name:<7} {host.address:<12} " + (" ".join(shell) if shell else
+                  f"inside {path.remote.title}: explore it with a function run there (tcplab.lab.kernels.call_in)"))
         try:
             if args.seconds:
                 time.sleep(args.seconds)

@@ -20,12 +20,13 @@ class CleanupReport:
     host_restored: dict[str, str] = field(default_factory=dict)
     trace_instances: list[str] = field(default_factory=list)
     uml_instances: list[str] = field(default_factory=list)
+    userns_instances: list[str] = field(default_factory=list)
     skipped_live: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
         return not (self.namespaces or self.processes or self.host_restored or self.trace_instances
-                    or self.uml_instances)
+                    or self.uml_instances or self.userns_instances)
 
     def lines(self) -> list[str]:
         out = [f"removed namespace {n}" for n in self.namespaces]
@@ -33,6 +34,7 @@ class CleanupReport:
         out += [f"restored {k} = {v}" for k, v in self.host_restored.items()]
         out += [f"removed trace instance {t}" for t in self.trace_instances]
         out += [f"ended UML kernel {u} (its owner was gone)" for u in self.uml_instances]
+        out += [f"ended user-namespace lab {u} (its owner was gone)" for u in self.userns_instances]
         out += [f"left alone (run still alive): {n}" for n in self.skipped_live]
         return out or ["nothing to clean"]
 
@@ -51,12 +53,14 @@ def owner_alive(name: str) -> bool:
 
 def cleanup(prefix: str = netns.PREFIX, *, force: bool = False) -> CleanupReport:
     """Namespaces, processes, host settings and trace instances of dead runs (as root), and
-    this user's UML kernels whose owner died (as any user: a UML kernel's namespaces and
-    settings die with it)."""
-    from . import uml
+    this user's lab kernels of their own (UML, user namespaces) whose owner died (as any user:
+    their namespaces and processes die with them)."""
+    from .agent_kernel import cleanup_orphans
 
     report = CleanupReport()
-    report.uml_instances = uml.cleanup_orphans()
+    ended = cleanup_orphans()
+    report.uml_instances = [r.umid for r in ended if r.kind == "uml"]
+    report.userns_instances = [r.umid for r in ended if r.kind == "userns"]
     if os.geteuid() != 0:
         return report
     for name in netns.listed(prefix):

@@ -79,8 +79,9 @@ class PathSpec(Params):
                                           "as a middlebox that lets zero-window probes die", choices=("client", "server"),
                                           optional=True)
     seed: int = param("int", 1, "seed of the delay line's random loss and jitter", low=0, high=2**31 - 1)
-    kernel: str | None = param("choice", None, "kernel that runs the lab: host, uml (User-mode Linux), "
-                               "or auto (unset: host when root, else uml)", choices=("host", "uml"), optional=True)
+    kernel: str | None = param("choice", None, "kernel that runs the lab: host, userns (the host's in a user "
+                               "namespace, no root), uml (User-mode Linux), or auto (unset: host when root, else "
+                               "userns where allowed, else uml)", choices=("host", "userns", "uml"), optional=True)
     #: Per-namespace sysctls for client and server, e.g. {"tcp_window_scaling": 0}.
     sysctls: Mapping[str, Any] = field(default_factory=dict)
     #: Per-namespace sysctls for one side only, on top of ``sysctls``, e.g.
@@ -143,6 +144,14 @@ class PathSpec(Params):
 
         return self.kernel == "uml" and choose_kernel("uml").kernel == "uml"
 
+    def restricted_cc(self) -> str | None:
+        """``cc`` where the host does not let a namespace make it its default (it is not in
+        tcp_allowed_congestion_control): the host's root adds it to that list for the run
+        (:meth:`host_settings`); a user namespace sets it on the lab's routes instead."""
+        if self.cc is None or self.cc in sysctl.allowed_cc():
+            return None
+        return self.cc
+
     @property
     def one_way_delay(self) -> float:
         if self.delay is not None:
@@ -168,7 +177,7 @@ class PathSpec(Params):
         added to it for the run, under the guard that restores it.
         """
         settings = {sysctl.key_of(k): v for k, v in self.host.items()}
-        key = "net.ipv4.tcp_allowed_congestion_control"
+        key = sysctl.ALLOWED_CC
         allowed = str(settings.get(key, " ".join(sysctl.allowed_cc()))).split()
         if self.cc is not None and self.cc not in allowed:
             settings[key] = " ".join(allowed + [self.cc])
@@ -202,6 +211,11 @@ class Host:
     def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
         return netns.popen(self.ns, argv, **kwargs)
 
+    def shell(self) -> list[str] | None:
+        """A command that opens a shell in this host's namespace from a user's own shell (None:
+        there is none, the path lives in a UML kernel)."""
+        return netns.command(self.ns, ["bash"])
+
     def run(self, argv: Sequence[str], *, timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess:
         return netns.run(self.ns, argv, timeout=timeout, check=check)
 
@@ -224,8 +238,9 @@ class Host:
         self.run(["ip", "tcp_metrics", "flush", "all"])
 
 
-class UmlHost(Host):
-    """A host of a path built inside a UML kernel: the same calls, done there by its agent."""
+class AgentHost(Host):
+    """A host of a path built inside a lab kernel of its own (UML, a user namespace): the same
+    calls, done there by its agent."""
 
     def __init__(self, kernel: Any, path_id: str, name: str, ns: str, address: str, ifname: str) -> None:
         super().__init__(name, ns, address, ifname)
@@ -236,11 +251,15 @@ class UmlHost(Host):
         return opened_host, (self.path_id, self.name)
 
     def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
-        raise TypeError("a process inside the UML kernel cannot be handed to this one: use run(), or call() "
+        raise TypeError(f"a process inside {self.kernel.title} cannot be handed to this one: use run(), or call() "
                         "with a function that starts and waits for it there")
 
     def run(self, argv: Sequence[str], *, timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess:
         return self.kernel.call(Host.run, self, argv, timeout=timeout, check=check)
+
+    def shell(self) -> list[str] | None:
+        make = getattr(self.kernel, "shell", None)
+        return make(self.ns) if make is not None else None
 
     def sysctl(self, key: str) -> str:
         return self.kernel.call(Host.sysctl, self, key)
@@ -258,7 +277,7 @@ def parse_tcp_metrics_line(line: str) -> dict[str, str]:
 
 
 def _emulation_snapshot_of(path_id: str) -> dict[str, dict[str, Any]]:
-    """Inside the UML kernel: the live path's emulation counters (see :meth:`NetPath.emulation_snapshot`)."""
+    """Inside a lab kernel's agent: the live path's emulation counters (see :meth:`NetPath.emulation_snapshot`)."""
     return opened_for_host(path_id).emulation_snapshot()
 
 
@@ -281,7 +300,8 @@ class NetPath:
         self._old_handlers: dict[int, Any] = {}
         self._up = False
         self._owner = os.getpid()
-        #: The UML kernel the path lives in (None: this process's kernel); see :meth:`_start_in_uml`.
+        #: The lab kernel of its own the path lives in (UML, a user namespace; None: this process's
+        #: kernel); see :meth:`_start_in_agent`.
         self.remote: Any = None
         self.kernel = "host"
 
@@ -294,20 +314,25 @@ class NetPath:
         self.stop()
 
     def start(self) -> "NetPath":
-        from .kernels import choose_kernel
+        from .kernels import AGENT_KERNELS, agent_kind, choose_kernel, on_kernel, privileged
 
         self.kernel = choose_kernel(self.spec.kernel).kernel or "host"
-        if self.kernel == "uml":
-            return self._start_in_uml()
-        if os.geteuid() != 0:
-            raise PermissionError("tcplab needs root to build network namespaces (run with sudo)")
+        if self.spec.kernel is None and self.kernel == "userns":  # auto: what it cannot make runs in UML
+            self.spec, _ = on_kernel(self.spec, self.kernel)
+            self.kernel = self.spec.kernel
+        if self.kernel in AGENT_KERNELS:
+            return self._start_in_agent(self.kernel)
+        if not privileged():
+            raise PermissionError("tcplab needs root to build network namespaces (run with sudo), or a user "
+                                  "namespace: kernel=userns or auto")
+        in_userns = agent_kind() == "userns"
+        host_settings = self._userns_settings() if in_userns else self.spec.host_settings()
         self.backend = choose_backend(self.spec.backend)
         check_aqm(list(self.spec.shapes().values()))  # this kernel's qdiscs, before anything is built
         self._install_signal_handlers()
         atexit.register(self.stop)
         self._up = True
         try:
-            host_settings = self.spec.host_settings()
             if host_settings:
                 self._host_guard = sysctl.HostGuard(host_settings)
                 self._host_guard.__enter__()
@@ -335,16 +360,31 @@ class NetPath:
             return self.remote.call(_emulation_snapshot_of, self.id)
         return self._emulator.snapshot() if self._emulator is not None else {}
 
-    def _start_in_uml(self) -> "NetPath":
-        """Build the path inside the process's UML kernel (booted on first use); this object
-        and its hosts become stand-ins whose calls its agent does."""
-        from . import uml
+    def _userns_settings(self) -> dict[str, Any]:
+        """In a user namespace's agent: the host-global changes this path needs, which it cannot
+        make, refused by name before anything is built (none: nothing to guard). A congestion
+        control the host restricts goes on the routes instead (:meth:`_route_metrics`)."""
+        from .kernels import HostGlobalError, host_global_needs
+        from .userns import blockers_text
 
-        kernel = uml.shared_kernel()
+        blockers = host_global_needs(self.spec)
+        if blockers:
+            raise HostGlobalError(f"{blockers_text(blockers)}: host-global settings, which a user namespace can read "
+                                  "but not change. kernel=auto runs such a path in the UML kernel; or ask the "
+                                  "machine's administrator to set them, or run as root.")
+        return {}
+
+    def _start_in_agent(self, kernel_name: str) -> "NetPath":
+        """Build the path inside the process's lab kernel of that name (UML, or a user
+        namespace; started on first use); this object and its hosts become stand-ins whose
+        calls its agent does."""
+        from .kernels import agent_of
+
+        kernel = agent_of(kernel_name)
         built = kernel.call(open_for_host, self.spec)
         self.remote, self.id, self.backend = kernel, built["id"], built["backend"]
         self.client, self.router, self.server = (
-            UmlHost(kernel, self.id, name, **built["hosts"][name]) for name in ("client", "router", "server"))
+            AgentHost(kernel, self.id, name, **built["hosts"][name]) for name in ("client", "router", "server"))
         self._up = True
         atexit.register(self.stop)
         return self
@@ -467,7 +507,9 @@ class NetPath:
                           ifindex=indexes[self.router.name, router_if], state=NUD_PERMANENT)
 
     def _route_metrics(self) -> dict[str, Any]:
-        metrics = {}
+        metrics: dict[str, Any] = {}
+        if (cc := self._route_cc()) is not None:
+            metrics["cc_algo"] = cc
         if self.spec.initcwnd is not None:
             metrics["initcwnd"] = self.spec.initcwnd
         if self.spec.initrwnd is not None:
@@ -479,8 +521,27 @@ class NetPath:
             metrics["lock"] = 1 << RTAX_SSTHRESH
         return {"metrics": metrics} if metrics else {}
 
+    def _route_cc(self) -> str | None:
+        """The congestion control set on the client's and server's routes (``ip route …
+        congctl``) rather than as their namespaces' default: in a user namespace, for one the
+        host does not allow as a namespace's default (a route has no such restriction, and its
+        connections, both ends, take it); None elsewhere."""
+        from .kernels import agent_kind
+
+        return self.spec.restricted_cc() if agent_kind() == "userns" else None
+
+    def connection_cc(self) -> dict[str, str]:
+        """The congestion control a new connection of client and server gets: its route's
+        (:meth:`_route_cc`), else its namespace's default."""
+        if self.remote is not None:
+            return self.remote.call(NetPath.connection_cc, self)
+        route = self._route_cc()
+        return {h.name: route or h.sysctl("net.ipv4.tcp_congestion_control") for h in (self.client, self.server)}
+
     def _tune(self) -> None:
         settings = sysctl.check_namespace_settings(self.spec.namespace_sysctls())
+        if self._route_cc() is not None:
+            settings.pop("net.ipv4.tcp_congestion_control", None)
         for host in (self.client, self.server):
             own = sysctl.check_namespace_settings(dict(self.spec.side_sysctls.get(host.name, {})))
             sysctl.apply_in(host.ns, {**settings, **own})
@@ -547,8 +608,8 @@ def _offloads_off(ifnames: list[str]) -> None:
             eth.set_features(ifname, features)
 
 
-# --- inside the UML kernel's agent: the paths opened for the host, by id -----------------------------
-# The host's NetPath and UmlHost stand-ins travel to the agent as references to these.
+# --- inside a lab kernel's agent: the paths opened for the host, by id -----------------------------
+# The host's NetPath and AgentHost stand-ins travel to the agent as references to these.
 
 #: Paths opened for the host, by id.
 OPENED_FOR_HOST: dict[str, NetPath] = {}
@@ -587,7 +648,7 @@ def opened_for_host(path_id: str) -> NetPath:
     try:
         return OPENED_FOR_HOST[path_id]
     except KeyError:
-        raise LookupError(f"no live path {path_id} in this UML kernel (it was closed, or the kernel rebooted)") from None
+        raise LookupError(f"no live path {path_id} in this lab kernel (it was closed, or the kernel ended)") from None
 
 
 def opened_host(path_id: str, name: str) -> Host:

@@ -24,7 +24,10 @@ from . import netns, state
 
 PROC_SYS = Path("/proc/sys")
 
-#: Knobs that belong to the whole machine, not to a namespace (kernel 6.x).
+#: The congestion controls a namespace may make its default (host-global).
+ALLOWED_CC = "net.ipv4.tcp_allowed_congestion_control"
+#: Knobs that belong to the whole machine, not to a namespace (kernel 6.x). Linux 6.x shows
+#: rmem_max and wmem_max in every network namespace, read-only outside the host's own.
 HOST_GLOBAL = (
     "net.core.rmem_max",
     "net.core.wmem_max",
@@ -132,7 +135,7 @@ def available_cc() -> list[str]:
 
 def allowed_cc() -> list[str]:
     """The congestion controls a namespace may pick (EPERM for others): host-global."""
-    return read_or_empty("net.ipv4.tcp_allowed_congestion_control").split()
+    return read_or_empty(ALLOWED_CC).split()
 
 
 def write(key: str, value: str) -> None:

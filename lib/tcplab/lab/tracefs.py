@@ -24,9 +24,13 @@ def new_instance() -> Path:
 
 
 def ensure_tracefs() -> bool:
-    """True when tracefs is usable; mounts it when it is only not mounted yet (root)."""
-    if (TRACEFS / "events").is_dir():
-        return True
+    """True when tracefs is usable; mounts it when it is only not mounted yet (root). Not for
+    other users (it is root's alone, mode 700), a user namespace's root included."""
+    try:
+        if (TRACEFS / "events").is_dir():
+            return True
+    except PermissionError:
+        return False
     if os.geteuid() != 0 or not TRACEFS.is_dir():
         return False
     subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True)

@@ -5,37 +5,24 @@ user process, with netem and the lab's other modules beside it. Booted with the 
 filesystem as its root (hostfs), it runs this project's Python, tcpdump, ss, ip and tc
 unchanged; it needs neither root on the host nor virtualization hardware.
 
-One agent process inside (:mod:`tcplab.lab.uml_agent`) does what the host asks: a request
-is a call (function and arguments, cloudpickled) written to a work folder both kernels
-see; the console carries ``call N`` in and ``done N`` out. The lab's live objects (a path
-and its hosts) stay in the agent and travel as references. One boot serves many runs.
-
-Nothing is left behind: a watchdog (``uml_shepherd.py``) kills the instance's whole
-process group when its owner exits, however it died, and a record in the user's state
-folder lets ``tcplab cleanup`` end an instance whose watchdog was killed too.
+One agent process inside (:mod:`tcplab.lab.agent`) does what the host asks, through
+:class:`tcplab.lab.agent_kernel.AgentKernel`: calls in, answers out, a watchdog and a record
+so that nothing outlives its owner. One boot serves many runs.
 """
 
 from __future__ import annotations
 
-import atexit
-import collections
-import json
 import os
-import pickle
-import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from ..files import write_atomically
-from . import state
+from . import agent_kernel
+from .agent_kernel import AgentError, AgentKernel, AgentTimeout, run_command  # noqa: F401  (tcplab uml run)
 
 #: Modules the lab cannot do without; a kernel that cannot load one is refused at boot.
 REQUIRED_MODULES = ("veth", "sch_netem", "sch_tbf")
@@ -44,8 +31,6 @@ REQUIRED_MODULES = ("veth", "sch_netem", "sch_tbf")
 WANTED_MODULES = ("sch_htb", "sch_fq_codel", "sch_cake", "tcp_bbr", "ipv6", "nf_tables", "nft_compat", "nfnetlink_queue", "xt_NFQUEUE",
                   "xt_statistic", "xt_tcpudp", "xt_u32", "iptable_raw", "iptable_filter", "ip6table_raw",
                   "ip6table_filter")
-#: The prefix of the agent's lines on the console; everything else there is kernel or program output.
-PROTOCOL = "tcplab-uml:"
 #: Real-time (round-robin) priority of the UML kernel's processes where the user may set one
 #: (root; 0: none). A kernel's timers run before user work; as host processes, UML's waited for
 #: a CPU behind ordinary load instead: beside a busy loop on one of two cores its processes
@@ -53,21 +38,14 @@ PROTOCOL = "tcplab-uml:"
 #: (both passed). Niceness -10 changed nothing (164 vs 167 ms/s). The kernel's real-time
 #: throttling (95 % of each second) keeps the host responsive whatever UML does.
 UML_RT_PRIORITY = 1
-#: Environment variables the agent inherits (the rest of the host's environment stays out).
-PASSED_ENV = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "FRESH", "TZ", "NUMBA_DISABLE_JIT")
-PASSED_ENV_PREFIX = "TCPLAB_"
 
 
-class UmlError(RuntimeError):
+class UmlError(AgentError):
     """The UML kernel is missing, cannot boot, or died; the message says what to do."""
 
 
-class UmlTimeout(UmlError):
+class UmlTimeout(UmlError, AgentTimeout):
     """The UML kernel did not answer in time; it was killed."""
-
-
-class RemoteError(RuntimeError):
-    """An exception raised inside the UML kernel that could not travel as itself."""
 
 
 # --- where the kernel is -----------------------------------------------------------------------
@@ -87,11 +65,33 @@ class UmlInstall:
 
 
 def cache_dir() -> Path:
-    """Where a kernel fetched without root is unpacked: $TCPLAB_UML_CACHE or ~/.cache/tcplab/uml."""
+    """Where a kernel fetched without root is unpacked, and the preload built:
+    $TCPLAB_UML_CACHE or ~/.cache/tcplab/uml; where the home cannot be written (a read-only
+    home in a container, a locked-down account), /tmp/tcplab-<uid>/cache/uml, said once."""
     if env := os.environ.get("TCPLAB_UML_CACHE"):
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tcplab" / "uml"
+    preferred = Path(base) / "tcplab" / "uml"
+    if _writable(preferred):
+        return preferred
+    fallback = Path(tempfile.gettempdir()) / f"tcplab-{os.getuid()}" / "cache" / "uml"
+    if not _said_fallback:
+        _said_fallback.append(fallback)
+        print(f"tcplab: {base} cannot be written by this user (uid {os.getuid()}): the UML kernel's files "
+              f"go to {fallback} instead", file=sys.stderr, flush=True)
+    return fallback
+
+
+_said_fallback: list[Path] = []
+
+
+def _writable(folder: Path) -> bool:
+    """Whether ``folder`` can be written, or made (its nearest existing parent can be written)."""
+    while not folder.exists():
+        if folder.parent == folder:
+            return False
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
 
 
 #: Preloaded into the UML kernel's process where the host's XSAVE area outgrows UML's FPU buffer
@@ -158,6 +158,56 @@ def find_install() -> UmlInstall | None:
     return None
 
 
+#: A child asks to be traced and stops; the parent, its tracer, lets it go on: what UML does with
+#: every process it runs. Exit 0 when the host allows it, else the errno of the refusal.
+_PTRACE_PROBE = """
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+child = os.fork()
+if child == 0:
+    if libc.ptrace(0, 0, None, None) != 0:  # PTRACE_TRACEME
+        os._exit(100 + ctypes.get_errno())
+    os.kill(os.getpid(), signal.SIGSTOP)
+    os._exit(0)
+_, status = os.waitpid(child, os.WUNTRACED)
+if os.WIFSTOPPED(status):
+    libc.ptrace(7, child, None, None)  # PTRACE_CONT
+    _, status = os.waitpid(child, 0)
+sys.exit(os.WEXITSTATUS(status))
+"""
+
+
+def ptrace_allowed() -> tuple[bool, str]:
+    """Whether this machine lets a process trace its own children, as the UML kernel must (a
+    container's seccomp profile or ``kernel.yama.ptrace_scope`` = 3 forbid it), and if not, why."""
+    if _ptrace_answer:
+        return _ptrace_answer[0]
+    done = subprocess.run([sys.executable, "-S", "-c", _PTRACE_PROBE], capture_output=True, text=True, timeout=30)
+    if done.returncode == 0:
+        answer = (True, "")
+    else:
+        import errno
+
+        code = done.returncode - 100
+        what = errno.errorcode.get(code, f"exit {done.returncode}")
+        reasons = []
+        try:
+            if Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip() == "3":
+                reasons.append("kernel.yama.ptrace_scope is 3")
+        except OSError:
+            pass
+        status = Path("/proc/self/status").read_text()
+        if any(line.split()[1:] == ["2"] for line in status.splitlines() if line.startswith("Seccomp:")):
+            reasons.append("this process runs under a seccomp filter (a container's profile)")
+        answer = (False, f"no ptrace: the UML kernel traces its own processes, and this machine refused "
+                         f"PTRACE_TRACEME ({what}{'; ' + '; '.join(reasons) if reasons else ''})")
+    _ptrace_answer.append(answer)
+    return answer
+
+
+_ptrace_answer: list[tuple[bool, str]] = []
+
+
 #: Why ``--kernel uml`` was refused where no UML kernel is installed, and how to install one
 #: (a phrase with placeholders, so that a page speaking another language can say it).
 INSTALL_HINT = ("{why}; install it as root with `apt-get install user-mode-linux kmod` (`make setup` does it), "
@@ -192,73 +242,6 @@ def fetch_install(dest: Path | None = None, *, echo: Callable[[str], None] = pri
     return found
 
 
-# --- the records tcplab cleanup reads ---------------------------------------------------------
-
-def records_dir() -> Path:
-    return state.user_state_dir() / "uml"
-
-
-@dataclass
-class UmlRecord:
-    """What ``tcplab cleanup`` needs to end an instance whose owner died."""
-
-    umid: str
-    owner: int
-    workdir: str
-    uid: int = field(default_factory=os.getuid)
-
-    @property
-    def file(self) -> Path:
-        return records_dir() / f"{self.umid}.json"
-
-    def pgid(self) -> int | None:
-        try:
-            return int((Path(self.workdir) / "uml.pgid").read_text())
-        except (OSError, ValueError):
-            return None
-
-    def save(self) -> None:
-        write_atomically(self.file, json.dumps(self.__dict__))
-
-    @classmethod
-    def all(cls) -> list["UmlRecord"]:
-        out = []
-        for file in sorted(records_dir().glob("*.json")):
-            try:
-                out.append(cls(**json.loads(file.read_text())))
-            except (OSError, ValueError, TypeError):
-                continue
-        return out
-
-    def end(self) -> bool:
-        """Kill the instance's process group (if any is left) and remove its files; True if
-        a process was killed."""
-        killed = False
-        if (pgid := self.pgid()) is not None:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-                killed = True
-            except (ProcessLookupError, PermissionError):
-                pass
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        try:
-            self.file.unlink()
-        except FileNotFoundError:
-            pass
-        return killed
-
-
-def cleanup_orphans() -> list[str]:
-    """End the UML instances of this user whose owner process is gone; their umids."""
-    ended = []
-    for record in UmlRecord.all():
-        if record.uid != os.getuid() or state.process_alive(record.owner):
-            continue
-        record.end()
-        ended.append(record.umid)
-    return ended
-
-
 # --- the kernel --------------------------------------------------------------------------------
 
 _INIT = """#!/bin/sh
@@ -280,84 +263,36 @@ for m in {required} {wanted}; do
 done
 echo 1 > /proc/sys/kernel/sysrq
 cd {cwd}
-exec {python} -m tcplab.lab.uml_agent {workdir}
+exec {python} -m tcplab.lab.agent {workdir}
 """
 
 
-class UmlKernel:
+
+class UmlKernel(AgentKernel):
     """One booted UML kernel and its agent. ``call(fn, …)`` runs ``fn`` inside it."""
+
+    kind = "uml"
+    title = "the UML kernel"
+    Error = UmlError
+    Timeout = UmlTimeout
+    rt_priority = UML_RT_PRIORITY
 
     def __init__(self, *, mem: str = "1G", boot_timeout: float = 120.0, call_timeout: float = 1800.0,
                  install: UmlInstall | None = None) -> None:
+        super().__init__(boot_timeout=boot_timeout, call_timeout=call_timeout)
         self.mem = mem
-        self.boot_timeout = boot_timeout
-        self.call_timeout = call_timeout
         self.install = install
-        self.umid = f"tcplab-{os.getpid()}-{secrets.token_hex(3)}"
-        self.info: dict[str, Any] = {}
-        self.boot_seconds: float | None = None
-        self.console: collections.deque[str] = collections.deque(maxlen=400)
-        #: Called with every console line that is not the agent's (kernel and program output).
-        self.echo: Callable[[str], None] | None = None
-        self._proc: subprocess.Popen | None = None
-        self._lifeline: int | None = None
-        self._console_in: Any = None
-        self._workdir: Path | None = None
-        self._record: UmlRecord | None = None
-        self._lock = threading.Lock()
-        self._cond = threading.Condition()
-        self._done: set[int] = set()
-        self._ready: dict[str, Any] | None = None
-        self._eof = False
-        self._serial = 0
-        self._owner = os.getpid()
 
-    # --- lifecycle -------------------------------------------------------------------------------
-    @property
-    def alive(self) -> bool:
-        return self._proc is not None and not self._eof
+    def _preflight(self, python: Path) -> None:
+        import tcplab
 
-    @property
-    def release(self) -> str:
-        return self.info.get("release", "?")
-
-    @property
-    def host_pgid(self) -> int | None:
-        """The host process group of this kernel's processes (the kernel, its helpers, one per
-        address space inside)."""
-        return self._record.pgid() if self._record is not None else None
-
-    def __enter__(self) -> "UmlKernel":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def start(self) -> "UmlKernel":
-        if self.alive:
-            return self
         install = self.install or find_install()
         if install is None:
             raise UmlError(missing_message())
         self.install = install
-        python = Path(sys.executable)
-        self._preflight(install, python)
-        work_parent = os.environ.get("TCPLAB_UML_WORKDIR") or tempfile.gettempdir()
-        self._workdir = Path(tempfile.mkdtemp(prefix="tcplab-uml-", dir=work_parent))
-        self._record = UmlRecord(self.umid, os.getpid(), str(self._workdir))
-        self._record.save()
-        atexit.register(self.stop)
-        try:
-            self._boot(install, python)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _preflight(self, install: UmlInstall, python: Path) -> None:
-        """What would make the boot fail, said before anything starts."""
-        import tcplab
-
+        traced, why = ptrace_allowed()
+        if not traced:
+            raise UmlError(why)
         for what, path in (("the kernel", install.binary), ("its modules", install.modules),
                            ("modprobe (package kmod)", install.modprobe), ("Python", python),
                            ("the tcplab package", Path(tcplab.__file__).parent), ("the working folder", Path.cwd())):
@@ -366,20 +301,16 @@ class UmlKernel:
                                "sees files with the host user's rights. A .venv made from a Python under /root "
                                "cannot be used by other users: `make setup PYTHON=/usr/bin/python3`.")
         # UML keeps its memory in a file under TMPDIR (sparse: only what the kernel touches).
-        memdir = os.environ.get("TMPDIR") or tempfile.gettempdir()
+        memdir = memory_dir()
         free = shutil.disk_usage(memdir).free
         need = 256 * 1024 * 1024
         if free < need:
             raise UmlError(f"the UML kernel keeps its memory in {memdir}, which has {free // 2**20} MiB free; "
                            f"it needs at least {need // 2**20} MiB (set TMPDIR to a folder with room)")
 
-    def _boot(self, install: UmlInstall, python: Path) -> None:
-        assert self._workdir is not None
-        workdir = self._workdir
-        env = {k: v for k, v in os.environ.items() if k in PASSED_ENV or k.startswith(PASSED_ENV_PREFIX)}
-        env["TCPLAB_UML_AGENT"] = "1"
-        (workdir / "config.json").write_text(json.dumps({"cwd": os.getcwd(), "env": env,
-                                                         "sys_path": [p for p in sys.path if p]}))
+    def _command(self, workdir: Path, python: Path) -> tuple[list[str], dict[str, str]]:
+        install = self.install
+        assert install is not None
         # modprobe is kmod called by that name; a link of ours avoids the package's absolute links.
         modprobe = workdir / "modprobe"
         modprobe.symlink_to(install.modprobe)
@@ -391,149 +322,21 @@ class UmlKernel:
         argv = [str(install.binary), f"mem={self.mem}", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw",
                 f"init={init}", "con=null", "con0=fd:0,fd:1", "quiet", f"umid={self.umid}", f"uml_dir={workdir}"]
         preload = xstate_preload()
-        read_life, self._lifeline = os.pipe()
-        shepherd = Path(__file__).with_name("uml_shepherd.py")
-        started = time.monotonic()
-        self._proc = subprocess.Popen(
-            [sys.executable, "-S", str(shepherd), str(read_life), str(workdir / "uml.pgid"), str(UML_RT_PRIORITY), "--", *argv],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(read_life,),
-            start_new_session=True, env={**os.environ, "TMPDIR": os.environ.get("TMPDIR", tempfile.gettempdir()),
-                                         **({"LD_PRELOAD": str(preload)} if preload else {})})
-        os.close(read_life)
-        self._console_in = self._proc.stdin
-        threading.Thread(target=self._read_console, name=f"uml-console-{self.umid}", daemon=True).start()
-        with self._cond:
-            ok = self._cond.wait_for(lambda: self._ready is not None or self._eof, timeout=self.boot_timeout)
-        if not ok or self._ready is None:
-            why = "did not come up" if not ok else "stopped during boot"
-            self.kill()
-            raise UmlError(f"the UML kernel {why} within {self.boot_timeout:.0f} s; its last console lines:\n"
-                           + self.tail())
-        self.info = self._ready
-        self.boot_seconds = time.monotonic() - started
+        # TMPDIR always set: without it UML puts its memory file in /dev/shm, which a container
+        # keeps small (64 MB by default), and the kernel dies of SIGBUS once it grows past it.
+        return argv, {"TMPDIR": str(memory_dir()), **({"LD_PRELOAD": str(preload)} if preload else {})}
+
+    def _after_boot(self) -> None:
         missing = [m for m in REQUIRED_MODULES if m not in self.info.get("modules_loaded", [])]
         if missing:
             self.stop()
             raise UmlError(f"the UML kernel {self.info.get('release')} could not load {', '.join(missing)} "
-                           f"from {install.modules}; the lab needs them")
-
-    def _read_console(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        verbose = os.environ.get("TCPLAB_UML_VERBOSE") == "1"
-        for raw in self._proc.stdout:
-            line = raw.decode(errors="replace").rstrip("\r\n")
-            if PROTOCOL in line and not line.startswith(PROTOCOL):
-                # a program's unfinished line ran into the agent's: keep both
-                line, said = line.split(PROTOCOL, 1)
-                self._output(line)
-                line = PROTOCOL + said
-            if line.startswith(PROTOCOL):
-                word, _, rest = line[len(PROTOCOL):].strip().partition(" ")
-                with self._cond:
-                    if word == "ready":
-                        self._ready = json.loads(rest)
-                    elif word == "done":
-                        self._done.add(int(rest))
-                    self._cond.notify_all()
-                continue
-            self._output(line, verbose)
-        with self._cond:
-            self._eof = True
-            self._cond.notify_all()
-
-    def _output(self, line: str, verbose: bool = False) -> None:
-        self.console.append(line)
-        if self.echo is not None:
-            self.echo(line)
-        elif verbose:
-            print(f"[uml] {line}", file=sys.__stderr__, flush=True)
-
-    def tail(self, lines: int = 25) -> str:
-        return "\n".join(list(self.console)[-lines:]) or "(nothing)"
-
-    def stop(self, timeout: float = 20.0) -> None:
-        """Power the kernel off (the agent closes every live path first), then remove its files."""
-        if os.getpid() != self._owner:
-            return
-        atexit.unregister(self.stop)
-        if self.alive and self._ready is not None:
-            try:
-                self._send("quit")
-                with self._cond:
-                    self._cond.wait_for(lambda: self._eof, timeout=timeout)
-            except (OSError, ValueError):
-                pass
-        self.kill()
-
-    def kill(self) -> None:
-        """End the instance at once: close the lifeline (the shepherd kills the process group)."""
-        if self._lifeline is not None:
-            os.close(self._lifeline)
-            self._lifeline = None
-        if self._proc is not None:
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            for stream in (self._proc.stdin, self._proc.stdout):
-                try:
-                    if stream is not None:
-                        stream.close()
-                except OSError:
-                    pass
-        if self._record is not None:
-            self._record.end()  # the group is gone by now; this removes the work folder and record
-            self._record = None
-        with self._cond:
-            self._eof = True
-            self._cond.notify_all()
-
-    # --- calls -----------------------------------------------------------------------------------
-    def _send(self, line: str) -> None:
-        self._console_in.write((line + "\n").encode())
-        self._console_in.flush()
-
-    def call(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)`` inside the UML kernel; its result, or its exception raised here."""
-        import cloudpickle
-
-        if not self.alive:
-            raise UmlError("the UML kernel is not running" + (f"; its last console lines:\n{self.tail()}"
-                                                               if self.console else ""))
-        assert self._workdir is not None
-        with self._lock:
-            self._serial += 1
-            serial = self._serial
-            request = self._workdir / f"call-{serial}.pkl"
-            tmp = request.with_suffix(".tmp")
-            tmp.write_bytes(cloudpickle.dumps((fn, args, kwargs)))
-            os.replace(tmp, request)
-            self._send(f"call {serial}")
-            limit = timeout or self.call_timeout
-            with self._cond:
-                answered = self._cond.wait_for(lambda: serial in self._done or self._eof, timeout=limit)
-            if serial not in self._done:
-                what = f"did not answer within {limit:.0f} s" if not answered else "stopped"
-                name = getattr(fn, "__qualname__", repr(fn))
-                self.kill()
-                error = UmlTimeout if not answered else UmlError
-                raise error(f"the UML kernel {what} during {name}; it was ended. Last console lines:\n{self.tail()}")
-            answer = self._workdir / f"answer-{serial}.pkl"
-            status, payload, trace = pickle.loads(answer.read_bytes())
-            answer.unlink()
-        if status == "ok":
-            return payload
-        exc = payload if isinstance(payload, BaseException) else RemoteError(payload)
-        if hasattr(exc, "add_note"):
-            exc.add_note(f"(raised inside the UML kernel {self.release}:)\n{trace}")
-        raise exc
+                           f"from {self.install.modules if self.install else '?'}; the lab needs them")
 
 
-def run_command(argv: list[str]) -> int:
-    """Run ``argv`` in this kernel with its output on the console (called in the agent by
-    ``tcplab uml run``); its exit status."""
-    return subprocess.call(argv, stdin=subprocess.DEVNULL)
+def memory_dir() -> str:
+    """Where the UML kernel keeps its memory file: $TMPDIR, else the system's temporary folder."""
+    return os.environ.get("TMPDIR") or tempfile.gettempdir()
 
 
 def _quote(text: str) -> str:
@@ -544,24 +347,11 @@ def _quote(text: str) -> str:
 
 # --- one kernel per process ----------------------------------------------------------------------
 
-_shared: UmlKernel | None = None
-_shared_lock = threading.Lock()
-
-
 def shared_kernel() -> UmlKernel:
     """The process's UML kernel, booted on first use and powered off at exit: a case's runs
     and a notebook's paths all go to one boot."""
-    global _shared
-    with _shared_lock:
-        if _shared is None or not _shared.alive:
-            mem = os.environ.get("TCPLAB_UML_MEM", "1G")
-            _shared = UmlKernel(mem=mem).start()
-        return _shared
+    return agent_kernel.shared("uml", lambda: UmlKernel(mem=os.environ.get("TCPLAB_UML_MEM", "1G")))
 
 
 def shutdown_shared() -> None:
-    global _shared
-    with _shared_lock:
-        if _shared is not None:
-            _shared.stop()
-            _shared = None
+    agent_kernel.shutdown_shared("uml")

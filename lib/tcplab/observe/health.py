@@ -195,6 +195,10 @@ def verdict(health: Mapping[str, Any]) -> list[str]:
     steal = health.get("cpu_steal_share")
     if steal is not None and steal > LIMITS["cpu_steal_share"]:
         reasons.append(f"{steal:.0%} of CPU time stolen by the hypervisor (limit {LIMITS['cpu_steal_share']:.0%})")
+    beside = health.get("measured_beside")
+    if beside:  # the measurement queue's turn never came (lab.state.exclusive_measurement)
+        reasons.append(f"could not wait for the machine: ran beside {', '.join(beside['beside'])} after "
+                       f"{beside['waited_s']:.0f} s in the measurement queue")
     base = health.get("base_rtt")
     if base and base["min_rtt_s"] > base["allowed_s"]:
         reasons.append(f"no round trip of the run was below {base['min_rtt_s'] * 1e3:.3g} ms on a path of "
@@ -255,7 +259,8 @@ def reasons_of(run: Any) -> list[str]:
 
 def judged(health: Mapping[str, Any], **readings: Any) -> dict[str, Any]:
     """``health`` with readings taken outside the run's process (a UML kernel's wait for a host
-    CPU, read on the host around it) and the verdict over all of them."""
+    CPU, read on the host around it; ``measured_beside``, the measurement queue's turn that
+    never came) and the verdict over all of them."""
     merged = {**health, **readings}
     merged["disturbed"] = verdict(merged)
     return merged

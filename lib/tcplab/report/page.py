@@ -153,6 +153,8 @@ class CasePage:
             env["kernel"] = lab.kernels
         if lab.kernel is not None:
             env["lab kernel"] = f"{lab.kernel} ({lab.kernel_why})"
+            if lab.moved:
+                env["lab kernel"] += "; " + "; ".join(sorted(lab.moved))
         return env
 
     def publish(self, title: str, checks: Sequence[Any]) -> None:

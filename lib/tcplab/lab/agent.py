@@ -1,10 +1,12 @@
-"""The agent inside a User-mode Linux lab kernel: does the calls the host sends (see :mod:`tcplab.lab.uml`).
+"""The agent inside a lab kernel of its own: does the calls the host sends (see :mod:`tcplab.lab.agent_kernel`).
 
-Started by the kernel's init script as ``python -m tcplab.lab.uml_agent WORKDIR``; reads
-``call N`` / ``quit`` lines from the console, runs ``WORKDIR/call-N.pkl`` and writes
-``WORKDIR/answer-N.pkl``, then says ``done N``. The lab's live objects stay here, kept by
-id by the modules that own them: a path opened for the host in :mod:`tcplab.lab.path`
-(``open_for_host``), any other object in :mod:`tcplab.lab.kernels` (``hold``).
+Two kinds start it: the init script of a User-mode Linux kernel (:mod:`tcplab.lab.uml`), and
+that of a user namespace of the host's kernel (:mod:`tcplab.lab.userns`), as
+``python -m tcplab.lab.agent WORKDIR``. It reads ``call N`` / ``quit`` lines from its
+console (stdin), runs ``WORKDIR/call-N.pkl`` and writes ``WORKDIR/answer-N.pkl``, then says
+``done N``. The lab's live objects stay here, kept by id by the modules that own them: a
+path opened for the host in :mod:`tcplab.lab.path` (``open_for_host``), any other object in
+:mod:`tcplab.lab.kernels` (``hold``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-PROTOCOL = "tcplab-uml:"
+#: The prefix of the agent's lines on its console; everything else there is kernel or program output.
+PROTOCOL = "tcplab-agent:"
 
 
 # --- the loop ---------------------------------------------------------------------------------------
@@ -57,10 +60,15 @@ def _modules(name: str) -> list[str]:
 
 
 def _power_off() -> None:
+    """Close every path still open; a UML kernel then powers itself off, while a user
+    namespace ends when this process (its first) does."""
+    from .kernels import agent_kind
     from .path import close_all_for_host
 
     close_all_for_host()
     sys.stdout.flush()
+    if agent_kind() != "uml":
+        return
     os.sync()
     with open("/proc/sysrq-trigger", "w") as fh:
         fh.write("o")
