@@ -17,7 +17,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tcplab.course import room
+from tcplab.course import available_cases, room
+
+#: One shard more than the course has cases: a shard would have no case.
+N_CASES = len(available_cases())
+TOO_MANY_SHARDS = f"{N_CASES + 1}/{N_CASES + 1}"
 
 ROOT = Path(__file__).resolve().parents[1]
 TCPLAB = str(Path(sys.executable).with_name("tcplab"))
@@ -45,7 +49,7 @@ MATRIX = [
     ("run", ["bulk", "--set", "rtt=20ms", "--set", "jitter=30ms"], "jitter", "at most the delay"),
     ("run", ["bulk", "--set", "rtt=20ms", "--set", "delay=30ms"], "delay", "half of rtt"),
     ("run", ["bulk", "--set", "backend=tc"], "backend", "one of auto, netem, delayline"),
-    ("run", ["bulk", "--set", "kernel=vax"], "kernel", "one of host, uml"),
+    ("run", ["bulk", "--set", "kernel=vax"], "kernel", "one of host, userns, uml"),
     ("run", ["slowreader", "--set", "drop_bare_acks_to=router"], "drop_bare_acks_to", "one of client, server"),
     ("run", ["bulk", "--set", "mtu=100"], "mtu", "from 576 to 9000"),
     ("run", ["bulk", "--set", "cc=warp"], "cc", "one of"),
@@ -70,13 +74,13 @@ MATRIX = [
     ("report", ["--cases", "99"], "CASES", "numbers/names of"),
     ("report", ["--profile", "huge"], "--profile", "'quick', 'full'"),
     ("report", ["--mode", "sometimes"], "--mode", "'auto', 'live', 'replay'"),
-    ("report", ["--kernel", "vax"], "--kernel", "'host', 'uml', 'auto'"),
+    ("report", ["--kernel", "vax"], "--kernel", "'host', 'uml', 'userns', 'auto'"),
     ("report", ["--edition", "teacher"], "--edition", "'student', 'instructor'"),
     ("report", ["--exercises", "some"], "--exercises", "'run', 'skip'"),
     ("report", ["--merge", "/nonexistent/shard-1", "--exercises", "skip"], "--merge", "--merge with --edition"),
     ("report", ["--formats", "docx"], "--formats", "one or more of html, pdf"),
     ("report", ["--shard", "0/3"], "--shard", "1 <= I <= N"),
-    ("report", ["--shard", "13/13"], "--shard", "at most the 12 selected"),
+    ("report", ["--shard", TOO_MANY_SHARDS], "--shard", f"at most the {N_CASES} selected"),
     ("report", ["--merge", "/nonexistent/shard-1"], "--merge", "directories written by tcplab report --shard"),
     ("report", ["--merge", "/nonexistent/shard-1", "--shard", "1/2"], "--merge", "--merge with --edition"),
     ("report", ["--language", "xx"], "--language", "one of en"),
@@ -170,7 +174,7 @@ ZH_MATRIX = [
     ("papermill", ["04-nagle-delayed-ack", "requests", "0"], "requests", "整数，范围 1 至 100000"),
     ("run", ["bulk", "--set", "rtt=20ms", "--set", "jitter=30ms"], "jitter", "至多等于 delay（10 ms）"),
     ("run", ["bulk", "--set", "colour=red"], "colour", "路径参数：backend"),
-    ("report", ["--language", "zh", "--shard", "13/13"], "--shard", "I/N，且 N 不超过所选的 12 个案例"),
+    ("report", ["--language", "zh", "--shard", TOO_MANY_SHARDS], "--shard", f"I/N，且 N 不超过所选的 {N_CASES} 个案例"),
     ("report", ["--language", "zh", "--merge", "/nonexistent/shard-1"], "--merge", "其中没有 summary.json"),
     ("release", ["01", "--assignment", "week1"], "--reference", "tcplab report 的 summary.json，或每个案例执行过的笔记本"),
     ("i18n", ["check", "--language", "en"], "--language", "译文的语言（英文是源文本）"),
