@@ -173,7 +173,7 @@ ZH_MATRIX = [
     ("diagnose", ["{capture}", "--language", "zh", "--t-range", "soon"], "--t-range", "从抓包开始起算的秒数"),
     ("papermill", ["04-nagle-delayed-ack", "requests", "0"], "requests", "整数，范围 1 至 100000"),
     ("run", ["bulk", "--set", "rtt=20ms", "--set", "jitter=30ms"], "jitter", "至多等于 delay（10 ms）"),
-    ("run", ["bulk", "--set", "colour=red"], "colour", "路径参数：backend"),
+    ("run", ["bulk", "--set", "colour=red"], "colour", "路径参数：aqm, backend"),
     ("report", ["--language", "zh", "--shard", TOO_MANY_SHARDS], "--shard", f"I/N，且 N 不超过所选的 {N_CASES} 个案例"),
     ("report", ["--language", "zh", "--merge", "/nonexistent/shard-1"], "--merge", "其中没有 summary.json"),
     ("release", ["01", "--assignment", "week1"], "--reference", "tcplab report 的 summary.json，或每个案例执行过的笔记本"),
