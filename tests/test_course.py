@@ -49,6 +49,7 @@ def test_case_selection_by_number_or_name_and_bad_selection():
 
 def test_mode_choice(monkeypatch):
     monkeypatch.setattr("tcplab.lab.kernels.host_can_run", lambda: (False, "not root"))
+    monkeypatch.setattr("tcplab.lab.kernels.userns_can_run", lambda: (False, "user namespaces are not allowed"))
     monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
     assert choose_mode("auto").mode == "replay"
     with pytest.raises(ParameterError, match="live mode impossible") as info:
@@ -57,6 +58,9 @@ def test_mode_choice(monkeypatch):
     monkeypatch.setattr("tcplab.lab.kernels.uml_can_run", lambda: (True, ""))
     choice = choose_mode("auto")
     assert (choice.mode, choice.kernel) == ("live", "uml") and "UML kernel" in choice.where and "not root" in choice.why
+    monkeypatch.setattr("tcplab.lab.kernels.userns_can_run", lambda: (True, ""))
+    choice = choose_mode("auto")  # without root, a user namespace on the host's kernel comes before UML
+    assert (choice.mode, choice.kernel) == ("live", "userns") and "not root" in choice.why, choice
     monkeypatch.setattr("tcplab.lab.kernels.host_can_run", lambda: (True, ""))
     choice = choose_mode("auto")
     assert (choice.mode, choice.kernel) == ("live", "host") and "host kernel" in choice.where
