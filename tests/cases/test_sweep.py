@@ -177,3 +177,22 @@ def test_line_share_without_loss_is_lower_for_loss_based_senders():
     assert sweep.line_share_without_loss("bbr") == sweep.LINE_SHARE_WITHOUT_LOSS["bbr"]
     assert sweep.line_share_without_loss("cubic") == sweep.line_share_without_loss("reno")
     assert sweep.line_share_without_loss("cubic") < sweep.line_share_without_loss("bbr") <= 1
+
+
+def test_steady_goodput_over_ack_times_reads_only_acks_without_a_hole():
+    """Behind a hole the cumulative ACK waits while SACK blocks report what arrived; the ACK that
+    fills it acknowledges those bytes at once. A stretch whose first ACK sat behind a hole counts
+    bytes that crossed the line before it (case 06 live read 12.72 MB/s on an 11.96 MB/s line);
+    read from the first ACK without a SACK block to the last, the rate is the line's."""
+    bins = _metrics([8e6 * 10] * 21, bin_s=0.1)
+    times = [0.0005 + 0.001 * k for k in range(2101)]
+    line = 10e6  # bytes/s
+    acked, hole = [], []
+    for t in times:
+        behind = 0.95 <= t < 1.15  # a hole opened at 0.95 s and filled at 1.15 s
+        acked.append(line * (0.95 if behind else t))
+        hole.append(behind)
+    acks = pd.DataFrame({"time": times, "acked": acked, "hole": hole})
+    # The second half begins at 1.0 s, inside the hole: from there the cumulative ACK over-counts.
+    assert sweep.steady_goodput(bins, acks=acks.drop(columns="hole")) > 1.04 * 8 * line
+    assert sweep.steady_goodput(bins, acks=acks) == pytest.approx(8 * line, rel=1e-6)
