@@ -132,9 +132,10 @@ class PathSpec(Params):
             extras["side_sysctls"] = {side: dict(v) for side, v in values["side_sysctls"].items()}
         spec = super().from_record(values, **extras)
         symmetric = spec.shapes()
-        # Compared as stored text: the run's key is made of it (an override's 0 is not 0.0).
+        # Compared as stored text: the run's key is made of it (an override's 0 is not 0.0). A field
+        # a record made before it existed does not store (aqm) is its default, unset.
         own = {direction: LinkShape.from_record(stored) for direction, stored in (values.get("shapes") or {}).items()
-               if direction in symmetric and _json(stored) != _json(symmetric[direction].to_dict())}
+               if direction in symmetric and _json(stored) != _json(_as_stored(symmetric[direction], stored))}
         return super().from_record(values, **extras, **own) if own else spec
 
     def elsewhere(self) -> bool:
@@ -653,3 +654,9 @@ def opened_for_host(path_id: str) -> NetPath:
 
 def opened_host(path_id: str, name: str) -> Host:
     return getattr(opened_for_host(path_id), name)
+
+
+def _as_stored(shape: "LinkShape", stored: Mapping[str, Any]) -> dict[str, Any]:
+    """``shape`` as a record that stored ``stored``'s fields would hold it: a field it lacks and
+    ``shape`` leaves unset is left out."""
+    return {k: v for k, v in shape.to_dict().items() if k in stored or v is not None}
