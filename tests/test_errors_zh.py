@@ -31,7 +31,7 @@ from tcplab.words import speaking
 #: Latin words a Chinese refusal keeps: names a user types or the machine prints.
 ALLOWED = {
     # parameters, options' words, commands and their arguments
-    "rtt", "delay", "jitter", "queue", "cc", "host", "uml", "auto", "replay", "live", "delayline", "netem",
+    "rtt", "delay", "jitter", "queue", "cc", "host", "uml", "userns", "auto", "replay", "live", "delayline", "netem",
     "sysctls", "host_settings", "HostGuard", "read_rate", "case_id", "predictions", "worksheet", "cell",
     "tcplab", "report", "shard", "merge", "strings", "key", "edition", "formats", "language", "reports",
     "dir", "render", "only", "uname", "run", "fetch", "apt", "get", "install", "user", "mode", "linux", "kmod",
@@ -131,6 +131,7 @@ def _refusals(tmp: Path, monkeypatch) -> dict[str, tuple[ParameterError, tuple]]
     # the lab's kernels (what this machine can run is made up: nothing starts)
     monkeypatch.setattr(kernels, "inside", lambda: False)
     monkeypatch.setattr(kernels, "host_can_run", lambda: (False, "not root"))
+    monkeypatch.setattr(kernels, "userns_can_run", lambda: (False, "user namespaces are not allowed for this user"))
     monkeypatch.setattr(kernels, "uml_can_run", lambda: (False, "no User-mode Linux kernel installed"))
     monkeypatch.setattr("tcplab.lab.uml.find_install", lambda: None)  # and none installed: the hint says how
     out["kernel: uml missing"] = _refused(kernels.choose_kernel, "uml"), ()
@@ -205,10 +206,11 @@ def test_refusals_of_each_area_are_chinese_sentences(refusals):
     assert "（它是分片 2/3）；可接受：同一次划分为 2 份的分片" in said["merge: another split"]
     assert said["i18n: English"] == "--language：不接受 'en'；可接受：译文的语言（英文是源文本）"
     assert said["i18n: unknown key"] == "key：不接受 'error.no such phrase'；可接受：同一个词语文件夹里 en.json 和 zh.json 中都有的键"
-    assert said["kernel: uml missing"] == ("kernel：不接受 'uml'（没有安装 User-mode Linux 内核；以 root 身份用 "
+    assert said["kernel: uml missing"] == ("kernel：不接受 'uml'（UML 内核无法运行实验环境：没有安装 User-mode Linux 内核；以 root 身份用 "
                                           "`apt-get install user-mode-linux kmod` 安装（`make setup` 会做这一步），或不用 root，"
-                                          f"用 `tcplab uml fetch` 把同样的 Debian 软件包解包到 {uml.cache_dir()}）；可接受：host 或 auto")
+                                          f"用 `tcplab uml fetch` 把同样的 Debian 软件包解包到 {uml.cache_dir()}）；可接受：host, userns, auto")
     assert said["mode: live impossible"] == ("mode：不接受 'live'（这里无法实测：主机内核无法运行实验环境（不是 root），"
+                                             "在用户命名空间中也不行（此用户不能创建用户命名空间），"
                                              "也没有 UML 内核（没有安装 User-mode Linux 内核））；可接受：replay 或 auto")
     assert said["sysctl: not net"].startswith("kernel.hostname：不接受 'x'（未知的 sysctl）")
     assert said["sysctl: not host-global"].startswith("tcp_rmem：不接受 '4096 131072 6291456'（不是主机全局设置；请按网络命名空间设置）")
@@ -239,9 +241,10 @@ def test_a_missing_uml_kernel_says_how_to_install_one(monkeypatch):
     with speaking("en"), pytest.raises(ParameterError) as info:
         kernels.choose_kernel("uml")
     assert str(info.value) == (
-        "kernel: 'uml' is not accepted (no User-mode Linux kernel installed; install it as root with "
+        "kernel: 'uml' is not accepted (the UML kernel cannot run the lab: no User-mode Linux kernel installed; "
+        "install it as root with "
         "`apt-get install user-mode-linux kmod` (`make setup` does it), or without root with `tcplab uml fetch`, "
-        f"which unpacks the same Debian packages into {uml.cache_dir()}); accepted: host or auto")
+        f"which unpacks the same Debian packages into {uml.cache_dir()}); accepted: host, userns, auto")
 
 
 def test_a_refusal_travels_as_itself_and_says_what_it_said_where_it_arose():
