@@ -266,13 +266,17 @@ def accept_strings(language: str, keys: Iterable[str] = (), strings_dir: str | P
     accepted = []
     for folder, (english, own) in held.items():
         chosen = [k for k in keys if k in own and k in english] if keys else [k for k in own if k in english]
-        if not chosen and not own:
+        # Keys named: only the folders holding them are touched (an unrelated room's sidecar stays as it is).
+        if not chosen and (keys or not own):
             continue
         sources = _read_json(sources_path(language, folder))
         sources.update({k: source_sha256(english[k]) for k in chosen})
         # In the order of the English file, gone keys dropped: the sidecar reads like its strings.
         ordered = {k: sources[k] for k in english if k in sources and k in own}
-        write_atomically(sources_path(language, folder), json.dumps(ordered, indent=2) + "\n")
+        text = json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
+        path = sources_path(language, folder)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            write_atomically(path, text)
         accepted.extend(chosen)
     return accepted
 

@@ -149,6 +149,21 @@ def test_the_strings_check_finds_missing_extra_stale_and_broken_keys(tmp_path):
         i18n.accept_strings("xx", ["c"], strings_dir=tmp_path)
 
 
+def test_accepting_named_keys_touches_only_the_folders_that_hold_them(tmp_path, monkeypatch):
+    shared, room = tmp_path / "strings", tmp_path / "room"
+    for folder, key in ((shared, "shared.key"), (room, "room.key")):
+        folder.mkdir()
+        (folder / "en.json").write_text(json.dumps({key: "English"}))
+        (folder / "zh.json").write_text(json.dumps({key: "中文"}, ensure_ascii=False))
+    # a sidecar written by hand (another layout, a stale hash): left byte for byte as it was
+    untouched = '{"shared.key": "0000"}'
+    i18n.sources_path("zh", shared).write_text(untouched)
+    monkeypatch.setattr(i18n, "words_dirs", lambda: [shared, room])
+    assert i18n.accept_strings("zh", ["room.key"]) == ["room.key"]
+    assert i18n.sources_path("zh", shared).read_text() == untouched
+    assert json.loads(i18n.sources_path("zh", room).read_text()) == {"room.key": i18n.source_sha256("English")}
+
+
 def test_the_sidecar_is_no_language():
     assert "zh" in languages() and not any("." in lang for lang in languages())
     assert i18n.translation_languages() == [lang for lang in languages() if lang != "en"]
