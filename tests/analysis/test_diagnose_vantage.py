@@ -238,9 +238,10 @@ def test_real_receiver_side_limits_on_the_host_kernel(root, tmp_path):
 
 @pytest.mark.kernel
 def test_real_receiver_side_limits_in_uml_with_netem(root, tmp_path, uml_kernel, monkeypatch):
-    from tcplab.lab import uml
+    from tcplab.lab import agent_kernel
 
-    monkeypatch.setattr(uml, "_shared", uml_kernel)
+    # the module's booted kernel is the process's UML kernel for these runs (as tests/lab/test_uml.py)
+    monkeypatch.setitem(agent_kernel._shared, "uml", uml_kernel)
     receiver_side_limits(tmp_path, "uml")
 
 
