@@ -90,7 +90,7 @@ class MemorySampler(threading.Thread):
         self.uids, self.interval = uids, interval
         self.peak_all = {u: 0 for u in uids}
         self.peak_lab = {u: 0 for u in uids}
-        self._stop = threading.Event()
+        self._halt = threading.Event()  # not _stop: threading.Thread has a method of that name
 
     def sample(self) -> None:
         parents, owners, labs = {}, {}, set()
@@ -126,12 +126,12 @@ class MemorySampler(threading.Thread):
             self.peak_lab[uid] = max(self.peak_lab[uid], lab_totals[uid])
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             self.sample()
-            self._stop.wait(self.interval)
+            self._halt.wait(self.interval)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join()
 
 
