@@ -1,7 +1,7 @@
 """Where a check's prediction comes from: a static reading of a case notebook's code.
 
 A page predicts from parameters, kernel facts and theory, never from a measurement (the course's
-rule; docs/course.md). This module reads a notebook's code cells in order, without running them,
+rule; docs/contributing.md). This module reads a notebook's code cells in order, without running them,
 and follows what a trial taints: the result of a run (``lab.run``, ``lab.repeat``, ``sweep.run``,
 …) and every name assigned from an expression that reads a tainted name. A check whose
 *prediction* (``within``'s and ``equals``' second argument, ``below_line``'s ceiling, any
@@ -17,13 +17,17 @@ report a prediction that is in fact clean; it does not miss one read from a name
 from __future__ import annotations
 
 import ast
+import inspect
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 import nbformat
 
+from ..analysis import theory
+from .release import CHECK_BUILDERS
+
 __all__ = ["MeasuredPrediction", "measured_predictions", "explain", "TRIAL_SOURCES", "TRIAL_ATTRIBUTES",
-           "PREDICTION_ARGUMENTS", "FILLING_METHODS", "PARAMETER_KEYS",
+           "PREDICTION_PARAMETERS", "FILLING_METHODS", "PARAMETER_KEYS",
            "RESOLUTION_ARGUMENTS"]
 
 #: Calls whose result is (or holds) what a run measured: ``<object>.<method>`` by the object's
@@ -45,17 +49,16 @@ PARAMETER_PREFIXES = ("predicted ", "client predicted ", "server predicted ")
 #: Arguments that give a measurement's resolution, not its expected value: the span a rate was
 #: counted over, whose one segment more or less is the rule's tolerance
 #: (:func:`tcplab.analysis.theory.line_ceiling`). The ceiling itself comes from the parameters.
-RESOLUTION_ARGUMENTS: dict[tuple[str, str], tuple[int, str]] = {("theory", "line_ceiling"): (1, "span_s")}
+RESOLUTION_ARGUMENTS: dict[tuple[str, str], tuple[Callable[..., Any], str]] = {
+    ("theory", "line_ceiling"): (theory.line_ceiling, "span_s")}
 
 #: Attributes holding what runs measured (``lab.trials``: every trial by label).
 TRIAL_ATTRIBUTES: dict[str, frozenset[str]] = {"lab": frozenset({"trials"})}
 
-#: Where each check function takes its prediction: a positional index and the keyword.
-PREDICTION_ARGUMENTS: dict[str, tuple[int | None, str]] = {
-    "within": (1, "predicted"), "equals": (1, "predicted"), "below_line": (2, "ceiling"),
-    "at_least": (None, "predicted"), "at_most": (None, "predicted"), "between": (None, "predicted"),
-    "check": (None, "predicted"),
-}
+#: The parameter a check builder (:data:`.release.CHECK_BUILDERS`) takes its prediction in, where
+#: it is not ``predicted``: ``below_line``'s ceiling is its prediction. ``or_explained`` has none
+#: of its own (its base check, a call inside it, has).
+PREDICTION_PARAMETERS: dict[str, str] = {"below_line": "ceiling"}
 
 
 #: Methods that put their argument into the object they are called on (a module's function that
@@ -77,19 +80,24 @@ def _code(source: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
 
 
+def _argument(call: ast.Call, function: Callable[..., Any], parameter: str) -> ast.AST | None:
+    """The expression ``call`` passes for ``function``'s ``parameter``, bound to its signature
+    as Python binds it (by position or keyword); None where it passes none."""
+    try:
+        bound = inspect.signature(function).bind_partial(
+            *call.args, **{k.arg: k.value for k in call.keywords if k.arg is not None})
+    except TypeError:
+        return None
+    return bound.arguments.get(parameter)
+
+
 def _resolution_argument(call: ast.Call) -> ast.AST | None:
     """The argument of a ceiling's call that is the measurement's span (its resolution), if any."""
     func = call.func
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
         return None
     where = RESOLUTION_ARGUMENTS.get((func.value.id, func.attr))
-    if where is None:
-        return None
-    index, keyword = where
-    for k in call.keywords:
-        if k.arg == keyword:
-            return k.value
-    return call.args[index] if len(call.args) > index else None
+    return _argument(call, *where) if where is not None else None
 
 
 def _parameter_key(key: ast.AST) -> bool:
@@ -212,11 +220,8 @@ def _taint(tree: ast.Module, tainted: set[str]) -> None:
 
 
 def _prediction(call: ast.Call) -> ast.AST | None:
-    index, keyword = PREDICTION_ARGUMENTS[call.func.id]  # type: ignore[union-attr]
-    for k in call.keywords:
-        if k.arg == keyword:
-            return k.value
-    return call.args[index] if index is not None and len(call.args) > index else None
+    name = call.func.id  # type: ignore[union-attr]
+    return _argument(call, CHECK_BUILDERS[name], PREDICTION_PARAMETERS.get(name, "predicted"))
 
 
 def _check_name(call: ast.Call) -> str:
@@ -237,10 +242,10 @@ def measured_predictions(notebook: nbformat.NotebookNode) -> list[MeasuredPredic
         _taint(tree, tainted)
         for node in ast.walk(tree):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in PREDICTION_ARGUMENTS):
-                predicted = _prediction(node)
-                if _reads_trial(predicted, tainted):
-                    reads = sorted(_names(predicted) & tainted) or ["a run's result"]
+                    and node.func.id in CHECK_BUILDERS):
+                names, direct = _reads(_prediction(node))
+                if direct or names & tainted:
+                    reads = sorted(names & tainted) or ["a run's result"]
                     found.append(MeasuredPrediction(cell.get("id", "?"), _check_name(node), tuple(reads)))
     return found
 
