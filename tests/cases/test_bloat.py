@@ -78,3 +78,11 @@ def test_the_margin_is_the_repetitions_spread_where_there_are_some():
     assert bloat.spread_tolerance(0.005, [0.21]) == 0.005
     assert bloat.spread_tolerance(0.005, [0.20, 0.22, 0.24]) == pytest.approx(0.04)
     assert bloat.spread_tolerance(0.005, [0.210, 0.211]) == 0.005
+
+
+def test_a_reading_of_the_fifo_at_its_fullest_allows_one_packet_more():
+    """tbf's FIFO counts bytes: full is anywhere from its size less one packet to its size."""
+    views = [SimpleNamespace(spread=0.0002, peak_delay=0.205, median_delay=0.1)]
+    frame_s = 0.0024
+    assert bloat.margin(views, "median_delay", frame_s) == pytest.approx(2 * frame_s + 0.0002)
+    assert bloat.margin(views, "peak_delay", frame_s) == pytest.approx(3 * frame_s + 0.0002)

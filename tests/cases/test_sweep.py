@@ -99,6 +99,22 @@ def test_steady_goodput_over_ack_times_and_the_line_ceiling_rule():
     assert theory.line_ceiling(line, 1.0) == pytest.approx(line * 1448 / 1514 + 8 * 1448)
     with pytest.raises(ValueError):
         below_line("steady goodput", 1.0, 0)
+    # A delay line that released a packet 2 ms late may have shortened a 0.4 s span by 2 ms: the
+    # line's share may read 2 / 400 higher. A negative lateness is refused by name.
+    assert theory.line_ceiling(line, 0.4, late_s=0.002) == pytest.approx(
+        line * 1448 / 1514 * (1 + 0.002 / 0.4) + 8 * 1448 / 0.4)
+    with pytest.raises(ValueError, match="late"):
+        theory.line_ceiling(line, 0.4, late_s=-0.001)
+
+
+def test_a_trials_lateness_is_its_delay_lines_worst_and_0_without_one():
+    from tcplab.cases.trial import Trial
+
+    def trial(health):
+        return Trial("x", SimpleNamespace(observe={"health": health} if health is not None else {}))
+    queues = {"queue1": {"late_worst_s": 0.0005}, "queue2": {"late_worst_s": 0.002}}
+    assert trial({"delay_line": queues}).late_s == 0.002
+    assert trial({"delay_line": {}}).late_s == 0.0 and trial({}).late_s == 0.0 and trial(None).late_s == 0.0
 
 
 class _FakeLab:

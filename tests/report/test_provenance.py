@@ -50,7 +50,16 @@ def test_predictions_from_parameters_kernel_facts_and_theory_are_clean():
         "          equals('restored', before, 1),\n"
         # a record's field that holds its parameters, and a ceiling's span (its resolution)
         "          within('configured', slow.rows['configured'], 1, tolerance=0.1),\n"
-        "          below_line('line', 1, theory.line_ceiling(rate_bps, slow.duration_s / 2) / 1e6)]") == []
+        "          below_line('line', 1, theory.line_ceiling(rate_bps, slow.duration_s / 2) / 1e6),\n"
+        # and the delay line's lateness, which shortens that span (by keyword or by position)
+        "          below_line('late', 1, theory.line_ceiling(rate_bps, 1.0, late_s=slow.late_s) / 1e6)]") == []
+
+
+def test_a_ceiling_whose_line_reads_a_measurement_is_found():
+    """Only the span and the lateness are a ceiling's resolution: its rate is its prediction."""
+    found = _found("slow = lab.run('slow', Bulk(size='1MB'), path=spec)\n"
+                   "checks = [below_line('line', 1, theory.line_ceiling(slow.goodput_bps, 1.0, late_s=slow.late_s))]")
+    assert found == [("'line'", ("slow",))]
 
 
 def test_a_cell_that_is_not_python_is_named():

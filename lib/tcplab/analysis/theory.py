@@ -261,15 +261,21 @@ def max_goodput(rate_bps: float, mtu: int = 1500, ts: bool = True, *, link_overh
     return rate_bps * mss_for_mtu(mtu, ts) / (mtu + link_overhead)
 
 
-def line_ceiling(rate_bps: float, span_s: float, mtu: int = 1500, ts: bool = True, *,
+def line_ceiling(rate_bps: float, span_s: float, mtu: int = 1500, ts: bool = True, *, late_s: float = 0.0,
                  link_overhead: int = ETHERNET_HEADER) -> float:
     """The most payload (bit/s) a rate measured over ``span_s`` seconds past a transfer's start on
     a line of ``rate_bps`` can show: the line's payload ceiling (:func:`max_goodput`) plus the
-    measurement's resolution, one segment over the span (where the span's ends fall between the
-    ACKs or reads that count its bytes, one segment more or less lands inside). A rate measured
-    from a transfer's first byte may be higher by what the shaper's full bucket let out at once."""
+    measurement's resolution. One segment over the span: where the span's ends fall between the
+    ACKs or reads that count its bytes, one segment more or less lands inside. And the timing of
+    those ends: a packet seen up to ``late_s`` after it left the line (the delay line's worst
+    lateness in the run, which it records; 0 where nothing between the line and the capture
+    keeps time) makes the measured span up to ``late_s`` shorter than the line's, so the rate up
+    to ``late_s / span_s`` higher. A rate measured from a transfer's first byte may be higher by
+    what the shaper's full bucket let out at once."""
     span_s = _positive("span", span_s, "s")
-    return max_goodput(rate_bps, mtu, ts, link_overhead=link_overhead) + 8 * mss_for_mtu(mtu, ts) / span_s
+    late_s = _non_negative("late", late_s, "s")
+    line = max_goodput(rate_bps, mtu, ts, link_overhead=link_overhead)
+    return line * (1 + late_s / span_s) + 8 * mss_for_mtu(mtu, ts) / span_s
 
 
 # ------------------------------------------------------------------ whole transfers

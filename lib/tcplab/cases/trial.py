@@ -125,6 +125,15 @@ class Trial:
         return dict(self.run.observe.get("health") or {})
 
     @property
+    def late_s(self) -> float:
+        """The latest the path's delay line released a packet past its due time in this run (the
+        worst of its queues, as ``observe.health`` recorded it): how far a time the capture saw
+        can lag the line. 0 where no delay line ran (netem keeps the kernel's own time) or the
+        record predates it."""
+        queues = (self.health.get("delay_line") or {}).values()
+        return max((float(q.get("late_worst_s") or 0.0) for q in queues), default=0.0)
+
+    @property
     def disturbed(self) -> list[str]:
         """Why the machine disturbed this run; empty when it did not (or nobody read it)."""
         return reasons_of(self.run)

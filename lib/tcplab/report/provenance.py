@@ -47,10 +47,11 @@ PARAMETER_KEYS = frozenset({"configured"})
 PARAMETER_PREFIXES = ("predicted ", "client predicted ", "server predicted ")
 
 #: Arguments that give a measurement's resolution, not its expected value: the span a rate was
-#: counted over, whose one segment more or less is the rule's tolerance
-#: (:func:`tcplab.analysis.theory.line_ceiling`). The ceiling itself comes from the parameters.
-RESOLUTION_ARGUMENTS: dict[tuple[str, str], tuple[Callable[..., Any], str]] = {
-    ("theory", "line_ceiling"): (theory.line_ceiling, "span_s")}
+#: counted over, whose one segment more or less is the rule's tolerance, and how late the delay
+#: line released a packet, which shortens that span (:func:`tcplab.analysis.theory.line_ceiling`).
+#: The ceiling itself comes from the parameters.
+RESOLUTION_ARGUMENTS: dict[tuple[str, str], tuple[Callable[..., Any], tuple[str, ...]]] = {
+    ("theory", "line_ceiling"): (theory.line_ceiling, ("span_s", "late_s"))}
 
 #: Attributes holding what runs measured (``lab.trials``: every trial by label).
 TRIAL_ATTRIBUTES: dict[str, frozenset[str]] = {"lab": frozenset({"trials"})}
@@ -91,13 +92,17 @@ def _argument(call: ast.Call, function: Callable[..., Any], parameter: str) -> a
     return bound.arguments.get(parameter)
 
 
-def _resolution_argument(call: ast.Call) -> ast.AST | None:
-    """The argument of a ceiling's call that is the measurement's span (its resolution), if any."""
+def _resolution_arguments(call: ast.Call) -> list[ast.AST]:
+    """The arguments of a ceiling's call that give the measurement's resolution (its span, its
+    lateness), if any."""
     func = call.func
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
-        return None
+        return []
     where = RESOLUTION_ARGUMENTS.get((func.value.id, func.attr))
-    return _argument(call, *where) if where is not None else None
+    if where is None:
+        return []
+    function, parameters = where
+    return [a for a in (_argument(call, function, p) for p in parameters) if a is not None]
 
 
 def _parameter_key(key: ast.AST) -> bool:
@@ -129,10 +134,11 @@ def _reads(node: ast.AST | None) -> tuple[set[str], bool]:
         if isinstance(n, ast.Subscript) and _parameter_key(n.slice):
             return  # the record's field (its row chosen by a label) holds a parameter
         if isinstance(n, ast.Call):
-            span = _resolution_argument(n)
-            if span is not None:
+            resolution = _resolution_arguments(n)
+            if resolution:
                 for child in ast.iter_child_nodes(n):
-                    if child is not span and not (isinstance(child, ast.keyword) and child.value is span):
+                    if not any(child is r or (isinstance(child, ast.keyword) and child.value is r)
+                               for r in resolution):
                         visit(child)
                 return
         if _is_trial_call(n):
