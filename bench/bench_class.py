@@ -165,12 +165,17 @@ def one_class(kernel: str, n: int, case: str, out: Path, queue_wait: int) -> lis
             entry = summary["cases"][0]
             status = entry["status"]
             checks = [(c.get("name"), c.get("passed")) for c in entry.get("checks", [])]
+            # A wrong verdict must be explainable from the result file: what failed, by how much,
+            # and what the learner's runs said of the machine (a run it judged disturbed is "busy").
+            failed = [{k: c.get(k) for k in ("name", "measured", "predicted", "rule")}
+                      for c in entry.get("checks", []) if c.get("passed") is False]
+            machine = entry.get("machine")
         except (OSError, ValueError, KeyError, IndexError):
-            status, checks = "no summary", []
+            status, checks, failed, machine = "no summary", [], [], None
         rows.append({"kernel": kernel, "learners": n, "learner": account.pw_name, "exit": code,
                      "outcome": RIGHT.get(code, "WRONG" if code == 1 else f"error {code}"), "status": status,
                      "checks": len(checks), "checks_failed": sum(1 for _, ok in checks if ok is False),
-                     "wall_s": round(took, 1)})
+                     "wall_s": round(took, 1), **({"failed": failed, "machine": machine} if failed else {})})
     class_wall = time.monotonic() - started
     sampler.stop()
     for row, (account, _, _, _, _) in zip(rows, processes):

@@ -78,6 +78,28 @@ def test_receiver_window_pinned(tmp_path):
     assert d.evidence["predicted_bps"] == pytest.approx(8 * 65152 / 0.02, rel=1e-3)
 
 
+def test_a_window_that_reopens_only_as_the_reader_reads_says_the_readers_pace_sets_the_rate(tmp_path):
+    """The teacher's read, item 14: case 10's pacer was called receiver-window-limited with
+    window / RTT above what it measured. A window full whenever it is open, acknowledged 10 ms
+    after each 20 ms round trip (the reader's pace), carries 2/3 of window / RTT: the evidence
+    says the reader's pace set the rate under the window's cap; a window that is the whole story
+    (above) says nothing of the kind."""
+    tr = Transfer()
+    tr.rounds([65152] * 40, rwnd=65152, ack_delay=0.01)
+    d = run(tmp_path, tr)
+    assert d.label == "receiver-window-limited", d.summary
+    assert d.metrics.goodput_bps < 0.8 * d.evidence["predicted_bps"], d.summary
+    assert "reader's pace" in d.summary
+    pinned = run(tmp_path, _pinned_window())
+    assert pinned.label == "receiver-window-limited" and "reader's pace" not in pinned.summary
+
+
+def _pinned_window():
+    tr = Transfer()
+    tr.clocked(65160, 600, rwnd=65160)
+    return tr
+
+
 def test_zero_window_episode(tmp_path):
     tr = Transfer()
     tr.rounds([30000] * 5, rwnd=200_000)

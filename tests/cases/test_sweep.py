@@ -107,6 +107,30 @@ def test_steady_goodput_over_ack_times_and_the_line_ceiling_rule():
         theory.line_ceiling(line, 0.4, late_s=-0.001)
 
 
+def test_a_window_sent_in_bursts_is_read_between_bursts_of_the_same_phase():
+    """A 64 KB window every 80 ms (its ACKs a quarter of a millisecond apart, then silence): from
+    the first ACK of the steady half to its last, the bytes count one window more than the round
+    trips between carry (case 07 read 7.40 Mbit/s where 64 KB per 80 ms is 6.55). Between the
+    first ACKs of the first and last bursts it reads 64 KB per round trip; a flow the line clocks
+    (no silences) is read from its first ACK to its last, as before."""
+    window, rtt, per_ack = 65535, 0.08, 2 * 1448
+    times, acked, total = [], [], 0
+    for j in range(16):  # 1.28 s of round trips
+        for k in range(window // per_ack + 1):
+            total += min(per_ack, window * (j + 1) - total)
+            times.append(0.003 + j * rtt + 0.00025 * k)
+            acked.append(total)
+    acks = pd.DataFrame({"time": times, "acked": acked, "hole": False})
+    bins = _metrics([8 * window / rtt] * 13, bin_s=0.1)
+    assert sweep.steady_goodput(bins, acks=acks) == pytest.approx(8 * window / rtt, rel=0.01)
+    naive = (acked[-1] - acked[next(i for i, t in enumerate(times) if t >= 0.65)]) * 8 / (
+        times[-1] - next(t for t in times if t >= 0.65))
+    assert naive > 1.1 * 8 * window / rtt  # what first-to-last read
+    smooth = pd.DataFrame({"time": [0.0005 + 0.001 * k for k in range(1301)], "hole": False})
+    smooth["acked"] = 1e6 * smooth["time"]
+    assert sweep.steady_goodput(bins, acks=smooth) == pytest.approx(8e6)
+
+
 def test_a_trials_lateness_is_its_delay_lines_worst_and_0_without_one():
     from tcplab.cases.trial import Trial
 

@@ -59,6 +59,12 @@ INFLIGHT_GROWTH = 1.3
 #: The receiver's window explains a rate only if the rate reaches at least this share of
 #: window / RTT; below it, with round trips growing behind a queue, the queue sets the pace.
 WINDOW_EXPLAINS = 0.5
+#: A receiver-window-limited rate under this share of window / RTT: the window was full whenever
+#: it was open, but reopened more slowly than a round trip, as the receiving application read, so
+#: the reader's pace sets the rate under the window's cap and the evidence says so. Case 10's pacer
+#: (20.5 KB/s of reads behind SO_RCVBUF 1024): 20.4 KB/s measured under 28.8 KB/s of window / RTT,
+#: which the page showed as a prediction its own run contradicted (the teacher's read, item 14).
+READER_PACED_SHARE = 0.8
 #: A queue at the path's bottleneck delays a segment by at most the bytes in flight ahead of it
 #: at the path's rate. Round trips that grow by more than this many times that (plus the 2 ms of
 #: scheduling slack) waited elsewhere: at a receiver that sent its ACKs only as its application
@@ -457,8 +463,12 @@ class _Reasoner:
         predicted = self._predicted(m.rwnd_median_bytes)
         self.evidence.update(rwnd_bytes=m.rwnd_median_bytes, predicted_bps=predicted, goodput_bps=m.goodput_bps,
                              rtt_s=self.rtt)
-        return self._say("receiver-window-limited", share=format_share(share), predicted=_rate_bytes(predicted),
-                         **self._common()) + self._receiver_flight() + self._telemetry()
+        out = self._say("receiver-window-limited", share=format_share(share), predicted=_rate_bytes(predicted),
+                        **self._common())
+        if predicted > 0 and m.goodput_bps < READER_PACED_SHARE * predicted:
+            out += self._say("receiver-window-reader-paced", ratio=format_share(m.goodput_bps / predicted),
+                             goodput=_rate_bytes(m.goodput_bps))
+        return out + self._receiver_flight() + self._telemetry()
 
     def _receiver_flight(self) -> list[str]:
         """How bytes in flight were counted where the capture sat next to the receiver."""
