@@ -106,15 +106,23 @@ def test_delay_line_runs_in_any_kernel(root):
     kernel it needs the iptables front end that kernel accepts (the legacy one)."""
     with NetPath(rtt="10ms", backend="delayline") as path:
         assert path.backend == "delayline"
+        floor = fidelity.tcp_rtt(path, count=20, loopback=True)
         before = path.emulation_snapshot()
         result = fidelity.tcp_rtt(path, count=20)
         after = path.emulation_snapshot()
-    assert 0.0099 <= result.minimum and result.median <= 0.0125
     # A snapshot between two moments counts the packets released in between, and how late.
     assert set(before) == set(after) and len(after) == 2, (before, after)
-    for queue in after:
-        late = health.late_quantiles(before[queue], after[queue])
+    lates = [health.late_quantiles(before[queue], after[queue]) for queue in after]
+    for late in lates:
         assert late["count"] >= 20 and 0 <= late["late_p50_s"] <= late["late_p99_s"] <= late["late_worst_s"], late
+    # The delay line may only add time: the lab kernel's own socket calls and wake-ups (its
+    # loopback round trip, just measured) and its own typical lateness each way (its record),
+    # as test_round_trip_time_over_tcp_matches_configuration allows, and 1.5 ms beyond. A fixed
+    # 12.5 ms failed in a fresh clone's UML leg on a day the hypervisor stole 7-13 % of the CPU
+    # (median 13.2 ms).
+    typical_late = sum(late["late_p50_s"] for late in lates)
+    assert 0.0099 <= result.minimum
+    assert result.median <= 0.010 + floor.median + typical_late + 0.0015, (result.median, floor.median, lates)
     assert len(path.link_stats) == 2, path.link_stats  # the delay line's own counters, each way
     assert all(q["received"] > 0 and "late_max_s" in q for q in path.link_stats.values()), path.link_stats
 

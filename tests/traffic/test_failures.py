@@ -57,7 +57,13 @@ def test_a_server_that_never_answers_is_killed_at_the_timeout(path, tmp_path, na
 
 def test_a_stopped_side_still_reports_how_far_it_got(path, tmp_path, timeout):
     """SIGTERM makes tcplab's programs print a partial report: the bytes read before the stall."""
-    workload = WORKLOADS["slowreader"](size="1MB", pause_after="64KB", pause_for="30s", timeout=f"{timeout}s")
+    # The reader must read its 64 KB before the timeout and pause past it. The module's timeout
+    # follows how slowly a 1 KB transfer starts here, so this run, which reads more first, gets
+    # twice it; its pause outlasts that (a fixed 30 s pause did not in a UML kernel on a slow
+    # day, where the timeout came to 38 s: the run finished).
+    stall_timeout = 2 * timeout
+    workload = WORKLOADS["slowreader"](size="1MB", pause_after="64KB", pause_for=f"{stall_timeout + 30:g}s",
+                                       timeout=f"{stall_timeout:g}s")
     with pytest.raises(WorkloadTimeout) as caught:
         workload.run(path, tmp_path)
     partial = caught.value.result
