@@ -139,6 +139,8 @@ def test_a_trials_lateness_is_its_delay_lines_worst_and_0_without_one():
     queues = {"queue1": {"late_worst_s": 0.0005}, "queue2": {"late_worst_s": 0.002}}
     assert trial({"delay_line": queues}).late_s == 0.002
     assert trial({"delay_line": {}}).late_s == 0.0 and trial({}).late_s == 0.0 and trial(None).late_s == 0.0
+    # A queue that did not answer for its counters (starved of CPU) is recorded as None.
+    assert trial({"delay_line": {**queues, "queue3": None, "queue4": {"count": 0}}}).late_s == 0.002
 
 
 class _FakeLab:

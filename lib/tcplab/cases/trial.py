@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..analysis.packets import read_packets
 from ..lab import PathSpec
-from ..observe.health import reasons_of
+from ..observe.health import late_worst_s, reasons_of
 from ..observe.ss import SENDING_STATES
 from ..runs import Run
 from ..traffic import AppResult, Workload
@@ -129,9 +129,8 @@ class Trial:
         """The latest the path's delay line released a packet past its due time in this run (the
         worst of its queues, as ``observe.health`` recorded it): how far a time the capture saw
         can lag the line. 0 where no delay line ran (netem keeps the kernel's own time) or the
-        record predates it."""
-        queues = (self.health.get("delay_line") or {}).values()
-        return max((float(q.get("late_worst_s") or 0.0) for q in queues), default=0.0)
+        record predates it (:func:`tcplab.observe.health.late_worst_s`)."""
+        return late_worst_s(self.health)
 
     @property
     def disturbed(self) -> list[str]:

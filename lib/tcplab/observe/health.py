@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 
 from ..lab.state import processes
 
-__all__ = ["CpuReading", "read_cpu", "cpu_shares", "group_run_delay", "wait_share", "late_quantiles", "RunHealth",
+__all__ = ["CpuReading", "read_cpu", "cpu_shares", "group_run_delay", "wait_share", "late_quantiles", "late_worst_s", "RunHealth",
            "verdict", "judged", "reasons_of", "base_rtt", "health_around", "LIMITS"]
 
 PSI_CPU = "/proc/pressure/cpu"
@@ -176,6 +176,14 @@ def base_rtt(spec: Any, telemetry: Any) -> dict[str, float] | None:
     frames = sum(8 * spec.mtu / shape.rate for shape in shapes if shape.rate)  # the slack covers framing
     allowed = configured + frames + max(BASE_RTT_SLACK_S, BASE_RTT_SLACK_SHARE * configured)
     return {"configured_s": configured, "min_rtt_s": measured, "allowed_s": allowed}
+
+
+def late_worst_s(health: Mapping[str, Any]) -> float:
+    """The latest any of a run's delay-line queues released a packet past its due time (s, from
+    :func:`late_quantiles`): 0 where no delay line ran, and nothing from a queue that did not
+    answer for its counters (a run :func:`verdict` already calls disturbed)."""
+    queues = (health.get("delay_line") or {}).values()
+    return max((float(late.get("late_worst_s") or 0.0) for late in queues if late), default=0.0)
 
 
 def verdict(health: Mapping[str, Any]) -> list[str]:
