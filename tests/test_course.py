@@ -100,11 +100,15 @@ def tcplab_report(*args: str, data_dir: Path | None = None,
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
-def read_summary(reports: Path) -> tuple[dict, dict]:
-    """summary.json, and per case that did not pass: its error or the names of its failed checks."""
+def read_summary(reports: Path, judged_elsewhere: tuple[str, ...] = ()) -> tuple[dict, dict]:
+    """summary.json, and per case that did not pass (nor has a status in ``judged_elsewhere``):
+    its error, or each failed check with what it measured, predicted and allowed, and the case's
+    machine reading. CI keeps only a failed test's message, and a check that fails on a machine
+    once must be explainable from it."""
     summary = json.loads((reports / "summary.json").read_text())
-    failed = {c["case_id"]: c["error"] or [x["name"] for x in c["checks"] if not x["passed"]]
-              for c in summary["cases"] if c["status"] != "passed"}
+    failed = {c["case_id"]: (c["error"] or [_failed_check(x) for x in c["checks"] if not x["passed"]],
+                             c.get("machine"))
+              for c in summary["cases"] if c["status"] not in ("passed", *judged_elsewhere)}
     return summary, failed
 
 
@@ -118,13 +122,8 @@ def assert_live_course_held(result: subprocess.CompletedProcess, reports: Path) 
     "busy", exit 4: its runs stayed disturbed after reruns, and the page says which and why).
     That verdict is honest, not a pass: it is reported as a warning, and a run where most
     cases were too busy to judge fails, since it tested nothing."""
-    summary = json.loads((reports / "summary.json").read_text())
+    summary, failed = read_summary(reports, judged_elsewhere=("busy",))
     busy = {c["case_id"]: c["machine"]["disturbed"] for c in summary["cases"] if c["status"] == "busy"}
-    # A failed check is shown with what it measured, predicted and allowed: CI keeps only this
-    # message, and a check that fails on a machine once must be explainable from it.
-    failed = {c["case_id"]: (c["error"] or [_failed_check(x) for x in c["checks"] if not x["passed"]],
-                             c.get("machine"))
-              for c in summary["cases"] if c["status"] not in ("passed", "busy")}
     assert not failed and result.returncode == (EXIT_BUSY if busy else 0), (
         failed, result.returncode, result.stdout[-3000:], result.stderr[-3000:])
     assert all(busy.values()), busy  # a busy case names its disturbed runs
