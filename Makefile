@@ -40,7 +40,7 @@ UML_LAB_TESTS := tests/lab tests/traffic tests/observe --ignore=tests/lab/test_u
 
 # System tools the lab, the captures and the PDF rendering call.
 APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark tcptrace iputils-ping procps curl iperf3 \
-                libnetfilter-queue-dev build-essential chromium fonts-noto-cjk fonts-dejavu-core \
+                libnetfilter-queue-dev build-essential python3-dev chromium fonts-noto-cjk fonts-dejavu-core \
                 poppler-utils libjs-katex user-mode-linux kmod util-linux nodejs
 # JupyterHub's proxy (configurable-http-proxy, from npm) for the class tests and the hub example.
 CHP         := $(VENV)/node/node_modules/.bin/configurable-http-proxy
