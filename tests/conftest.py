@@ -5,6 +5,7 @@ checks that after each test, so a leak fails the test that caused it."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,12 +27,19 @@ def _host_state() -> dict:
     return {
         "namespaces": set(netns.listed()),
         "sysctls": {k: sysctl.read(k) for k in HOST_KEYS},
-        "iptables": run(["iptables-save"]) if _have("iptables-save") else "",
+        "iptables": _rules(run(["iptables-save"])) if _have("iptables-save") else "",
         "qdiscs": run(["tc", "qdisc", "show"]),
         "trace_instances": {p.name for p in TRACE_INSTANCES.glob("tcplab*")} if TRACE_INSTANCES.exists() else set(),
         "children": _children(),
         "guard_record": sysctl.GUARD_RECORD.exists(),
     }
+
+
+def _rules(saved: str) -> str:
+    """iptables-save's rules without what changes while nothing does: its comment lines carry
+    the time they were written, and a chain's packet and byte counters count traffic. A machine
+    with rules of its own (Docker's, podman's netavark) prints them on every call."""
+    return "\n".join(re.sub(r" \[\d+:\d+\]$", "", line) for line in saved.splitlines() if not line.startswith("#"))
 
 
 def _have(tool: str) -> bool:
