@@ -68,6 +68,22 @@ def test_window_from_space_old_rule_and_scaling_ratio():
         theory.window_from_space(65536, 32)
 
 
+def test_scaling_ratio_from_clamp_inverts_the_window_rule():
+    # Every ratio the kernel can hold comes back from the clamp it sets with it, for a buffer of
+    # 16 KB (the doubled 8 KB of case 02) and for one whose windows round down.
+    for rcvbuf in (16384, 65536, 6000):
+        for ratio in range(1, 257):
+            clamp = theory.window_from_space_scaling_ratio(rcvbuf, ratio)
+            found = theory.scaling_ratio_from_clamp(clamp, rcvbuf)
+            assert theory.window_from_space_scaling_ratio(rcvbuf, found) == clamp and found <= ratio
+    assert theory.scaling_ratio_from_clamp(10368, 16384) == 162
+    # A clamp no ratio gives for this buffer (autotuning or pressure set it): no answer.
+    assert theory.scaling_ratio_from_clamp(10369, 16384) is None
+    assert theory.scaling_ratio_from_clamp(20000, 16384) is None
+    with pytest.raises(ParameterError, match="rcvbuf"):
+        theory.scaling_ratio_from_clamp(100, 0)
+
+
 def test_initial_window_and_goodput():
     assert theory.initial_window(1448) == 14480
     assert theory.mss_for_mtu(1500) == 1448 and theory.mss_for_mtu(1500, ts=False) == 1460

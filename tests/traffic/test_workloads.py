@@ -3,10 +3,12 @@ course is built on (SO_SNDBUF doubling, Nagle + delayed ACK, a small send buffer
 
 from __future__ import annotations
 
+import platform
 import statistics
 
 import pytest
 
+from tcplab.analysis import theory
 from tcplab.lab import netns
 from tcplab.traffic import WORKLOADS, WorkloadFailed
 from tcplab.traffic.probed import probes_of
@@ -64,6 +66,13 @@ def test_sndbuf_16KB_reads_back_32KB_and_receiver_buffer_is_its_own(path, tmp_pa
     assert (server["sndbuf_requested"], server["sndbuf"]) == (16384, 32768)
     assert (client["rcvbuf_requested"], client["rcvbuf"]) == (32768, 65536)
     assert server["rcvbuf_requested"] is None and client["sndbuf_requested"] is None
+    # The receiver's window clamp as the transfer ended is its fixed buffer's window under the
+    # ratio the kernel learned from the segments (6.6+); before 6.6, at most the old rule's share.
+    if theory.uses_scaling_ratio(platform.release()):
+        ratio = theory.scaling_ratio_from_clamp(client["window_clamp"], client["rcvbuf"])
+        assert ratio is not None and ratio != theory.TCP_DEFAULT_SCALING_RATIO
+    else:
+        assert 0 < client["window_clamp"] <= theory.window_from_space(client["rcvbuf"])
 
 
 def test_upload_puts_the_send_buffer_on_the_client(path, tmp_path):

@@ -200,6 +200,22 @@ def kernel_version(release: str) -> tuple[int, int]:
         raise ValueError(f"release: {release!r} is not a kernel release such as 6.1.176") from None
 
 
+def scaling_ratio_from_clamp(window_clamp: int, rcvbuf: int) -> int | None:
+    """The ``scaling_ratio`` a 6.6+ receiver's window clamp was set with, for a fixed buffer.
+
+    When ``tcp_measure_rcv_mss`` learns a new ratio it sets ``window_clamp`` to
+    ``tcp_win_from_space(sk_rcvbuf)`` (:func:`window_from_space_scaling_ratio`), so the ratio
+    is the one whose window of ``rcvbuf`` (``sk_rcvbuf``, what getsockopt(SO_RCVBUF) returns)
+    is the clamp: the smallest such, or None where none is (the clamp came from elsewhere:
+    autotuning grew the buffer, memory pressure shrank the clamp, a route's window)."""
+    window_clamp = _whole("window_clamp", window_clamp, 0, INT_MAX, "bytes")
+    rcvbuf = _whole("rcvbuf", rcvbuf, 1, INT_MAX, "bytes")
+    ratio = -(-(window_clamp << TCP_RMEM_TO_WIN_SCALE) // rcvbuf)  # the smallest that can give it
+    if 1 <= ratio <= 1 << TCP_RMEM_TO_WIN_SCALE and window_from_space_scaling_ratio(rcvbuf, ratio) == window_clamp:
+        return ratio
+    return None
+
+
 def uses_scaling_ratio(release: str) -> bool:
     """Whether kernel ``release`` sizes the receive window by ``scaling_ratio`` (6.6 and later)
     rather than by ``tcp_adv_win_scale`` (before 6.6)."""

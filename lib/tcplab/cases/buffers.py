@@ -85,6 +85,21 @@ def scaling_ratios(trace: pd.DataFrame) -> list[int]:
     return [int(v) for v in pd.unique(trace["scaling_ratio"].dropna())]
 
 
+def learned_scaling_ratio(trial: Trial) -> int | None:
+    """The ``scaling_ratio`` the receiver learned (in 1/256): the last one its tracepoint
+    reported, else, on a 6.6+ kernel with a fixed SO_RCVBUF, the one its window clamp was set
+    with when the transfer ended (:func:`theory.scaling_ratio_from_clamp`; where nothing may
+    trace, such as a user namespace); None where neither says, or it is still the start value."""
+    if ratios := scaling_ratios(trial.trace):
+        return ratios[-1]
+    sock = trial.socket(trial.receiver)
+    if not (trial.kernel and theory.uses_scaling_ratio(trial.kernel) and sock.get("rcvbuf_requested")
+            and sock.get("window_clamp") and sock.get("rcvbuf")):
+        return None
+    ratio = theory.scaling_ratio_from_clamp(sock["window_clamp"], sock["rcvbuf"])
+    return None if ratio == theory.TCP_DEFAULT_SCALING_RATIO else ratio
+
+
 def _receiver_dir(trial: Trial) -> int:
     # dir 0 is client -> server in the packet table
     return 0 if trial.receiver == "client" else 1
@@ -136,7 +151,6 @@ def rcvbuf_row(trial: Trial) -> dict[str, Any]:
     windows = advertised_windows(pk, rdir)
     sock = trial.socket(trial.receiver)
     ss = trial.socket_samples(trial.receiver)
-    ratios = scaling_ratios(trial.trace)
     return {
         "variant": trial.label,
         "added RTT ms": 1000 * trial.rtt_s if trial.rtt_s else 0.0,
@@ -146,7 +160,7 @@ def rcvbuf_row(trial: Trial) -> dict[str, Any]:
         "handshake window": handshake_window(pk, rdir),
         "window median": float(windows.median()) if len(windows) else float("nan"),
         "window max": float(windows.max()) if len(windows) else float("nan"),
-        "scaling_ratio": ratios[-1] if ratios else None,
+        "scaling_ratio": learned_scaling_ratio(trial),
         "Window Full": int(pk["window_full"].sum()),
         "duration s": trial.duration_s,
         "goodput KB/s": trial.goodput_bps / 8e3,  # a rate: KB/s = 1000 B/s, as every rate is written
@@ -159,7 +173,7 @@ def kernel_windows(pairs: Mapping[str, tuple[Any, Any]], rb: int, mss: int) -> p
     own rule predicts and the median window it advertised.
 
     The prediction is the kernel's rule (6.6+: ``scaling_ratio``, the learned one where a
-    tracepoint reported it; before: ``tcp_adv_win_scale``) applied to ``rb`` less one queued
+    run shows it, :func:`learned_scaling_ratio`; before: ``tcp_adv_win_scale``) applied to ``rb`` less one queued
     segment's true size, in whole segments of ``mss``: the window may grow only up to
     ``rcv_ssthresh``, which ``tcp_grow_window`` raises only to the space free at that moment,
     and a segment waiting to be read holds its true size (``mss × 256 / ratio`` where the ratio

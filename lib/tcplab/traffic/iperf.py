@@ -84,5 +84,5 @@ class Iperf(Workload):
             "rcvbuf_requested": self.window, "rcvbuf": start.get("rcvbuf_actual"),
             "cc": end.get(f"{role}_tcp_congestion"), "nodelay": self.nodelay,
             "local_port": connected.get("local_port"), "peer_port": connected.get("remote_port"),
-            "mss": start.get("tcp_mss_default"),
+            "mss": start.get("tcp_mss_default"), "window_clamp": None,
         }

@@ -13,7 +13,7 @@ from typing import Any
 _CC_NAME_MAX = 16  # TCP_CA_NAME_MAX
 #: What :meth:`SocketOptions.describe` reports, in order.
 SOCKET_KEYS = ("sndbuf_requested", "sndbuf", "rcvbuf_requested", "rcvbuf", "cc", "nodelay",
-               "local_port", "peer_port", "mss")
+               "local_port", "peer_port", "mss", "window_clamp")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,22 @@ class SocketOptions:
             "local_port": sock.getsockname()[1],
             "peer_port": sock.getpeername()[1],
             "mss": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG),
+            "window_clamp": None,  # read when the exchange has ended (:func:`ended`)
         }
+
+
+def ended(sock: socket.socket, described: dict[str, Any]) -> dict[str, Any]:
+    """``described`` with what only the end of the exchange shows: ``window_clamp``, the
+    largest window the receiving side would offer (TCP_WINDOW_CLAMP). From Linux 6.6 on the
+    kernel sets it to ``tcp_win_from_space(sk_rcvbuf)`` again when it learns the segments'
+    ``scaling_ratio``, so with a fixed SO_RCVBUF it says which ratio the window was carved
+    with, where no tracepoint can (a user namespace has no tracefs). None where the socket
+    can no longer say (the connection was reset)."""
+    try:
+        clamp = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP)
+    except OSError:
+        clamp = None
+    return {**described, "window_clamp": clamp}
 
 
 def listener(address: str, port: int, options: SocketOptions, backlog: int = 16) -> socket.socket:

@@ -111,6 +111,7 @@ def run(config: dict[str, Any], report: harness.SideReport) -> None:
                 conn, report.socket = sockets.connect(config["address"], config["port"], options)
             with conn:
                 _exchange(conn, config, report)
+                report.socket = sockets.ended(conn, report.socket)
             ended = time.time()
             report.requests.append({"start": began, "end": ended, "latency": ended - began,
                                     "bytes": report.sent + report.received - moved,
