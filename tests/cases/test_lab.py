@@ -194,6 +194,9 @@ def test_bad_label_is_refused_before_anything_runs(dirs):
     with pytest.raises(ParameterError) as info:
         lab.repeat("x", small(), path=SPEC, times=0)
     assert info.value.name == "repetitions"
+    with pytest.raises(ParameterError) as info, lab.path(SPEC, needs=["sysctl write"]):
+        pass
+    assert info.value.name == "needs" and "tcp_metrics flush" in str(info.value)
     assert not (dirs["runs_dir"] / CASE).exists()
 
 

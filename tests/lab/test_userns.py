@@ -143,7 +143,7 @@ def test_a_delay_line_path_in_the_users_namespace_measures_as_on_the_host(learne
         if os.path.isdir("/var/run/netns") else True
 
 
-def test_host_global_settings_are_refused_by_name_and_auto_sends_that_path_to_uml(learner):
+def test_host_global_settings_and_admin_actions_are_refused_by_name_and_auto_sends_that_path_to_uml(learner):
     said = _answer(as_learner("""
         import json
         from tcplab.lab import NetPath, PathSpec, sysctl
@@ -157,13 +157,24 @@ def test_host_global_settings_are_refused_by_name_and_auto_sends_that_path_to_um
             refused = str(exc)
         choice = path_kernel(spec, "userns")
         same = path_kernel(PathSpec(rtt="2ms", host={"net.core.wmem_max": now}), "userns")
+        flushing = path_kernel(PathSpec(rtt="2ms"), "userns", ("tcp_metrics flush",))
+        # The kernel keeps deleting cached metrics for the machine's administrator: asked in a
+        # user namespace's lab, the flush says which path can, before iproute2's bare EPERM.
+        with NetPath(rtt="2ms", kernel="userns") as path:
+            try:
+                path.server.flush_tcp_metrics()
+                flush = None
+            except PermissionError as exc:
+                flush = str(exc)
         print(json.dumps({"now": now, "refused": refused, "kernel": choice.kernel, "why": choice.why,
-                          "same": same.kernel}))
+                          "same": same.kernel, "flushing": flushing.__dict__, "flush": flush}))
     """))
     assert said["refused"] and f"net.core.wmem_max = {said['now'] + 4096} (now {said['now']})" in said["refused"]
     assert "a user namespace can read" in said["refused"]
     assert said["kernel"] == "uml" and "host-global" in said["why"]
     assert said["same"] == "userns"  # a value already in force needs no change
+    assert said["flushing"]["kernel"] == "uml" and "tcp_metrics flush" in said["flushing"]["why"]
+    assert said["flush"] and "needs=['tcp_metrics flush']" in said["flush"]
 
 
 def test_the_learners_death_ends_their_lab_and_leaves_nothing(learner):

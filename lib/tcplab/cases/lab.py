@@ -26,7 +26,7 @@ import pandas as pd
 from ..course import PROFILES
 from ..experiment import RunPlan
 from ..lab import NetPath, PathSpec
-from ..lab.kernels import AGENT_KERNELS, choose_mode, on_kernel
+from ..lab.kernels import AGENT_KERNELS, check_needs, choose_mode, on_kernel
 from ..observe import ObserveSpec
 from ..units import ParameterError
 from .sources import RUN_TRIES, LiveSource, ReplayedPath, ReplaySource, RunSource
@@ -60,6 +60,8 @@ class CaseLab:
         #: which the page says beside the lab's kernel.
         self.moved: set[str] = set()
         self._before_first: list[Callable[[], Any]] = []
+        #: The lab kernels of the paths open now (:meth:`path`), innermost last.
+        self._path_kernels: list[str | None] = []
 
     def before_first_run(self, callback: Callable[[], Any]) -> None:
         """Call ``callback()`` once, just before the lab gets its first measurement (a run, a
@@ -96,21 +98,40 @@ class CaseLab:
         return quick if self.profile == "quick" else full
 
     # --- paths ----------------------------------------------------------------------------------------
-    def path(self, spec: PathSpec | Mapping[str, Any] | None = None, **settings: Any) -> Iterator[NetPath | ReplayedPath]:
+    @contextlib.contextmanager
+    def path(self, spec: PathSpec | Mapping[str, Any] | None = None, *, needs: Sequence[str] = (),
+             **settings: Any) -> Iterator[NetPath | ReplayedPath]:
         """A path kept up for several variants in a row (state carried between them, such as
-        tcp_metrics); in replay mode a stand-in with only the spec."""
-        return self.source.path(self._on_kernel(_spec(spec, settings)))
+        tcp_metrics); in replay mode a stand-in with only the spec. ``needs`` names what the
+        notebook will do on it that only the machine's administrator may
+        (:data:`~tcplab.lab.kernels.ADMIN_ONLY`, such as "tcp_metrics flush"): a user
+        namespace's lab runs such a path in the UML kernel, and the page says why. Inside the
+        ``with`` block, :meth:`live` and :meth:`keep` act in the kernel the path lives in."""
+        spec = self._on_kernel(_spec(spec, settings), check_needs(needs))
+        with self.source.path(spec) as path:
+            self._path_kernels.append(getattr(path, "kernel", None))
+            try:
+                yield path
+            finally:
+                self._path_kernels.pop()
 
-    def _on_kernel(self, spec: PathSpec) -> PathSpec:
+    def _on_kernel(self, spec: PathSpec, needs: tuple[str, ...] = ()) -> PathSpec:
         """The spec as this execution runs it: on the lab's kernel when that is one of its own
         (UML, a user namespace), so its runs are told from the host's (a different run key);
-        a path a user namespace cannot make (a host-global setting) on the UML kernel, and the
-        page says why (:attr:`moved`)."""
+        a path a user namespace cannot make (a host-global setting, an administrator's
+        action) on the UML kernel, and the page says why (:attr:`moved`)."""
         if self.kernel in AGENT_KERNELS and spec.kernel is None:
-            spec, why = on_kernel(spec, self.kernel)
+            spec, why = on_kernel(spec, self.kernel, needs)
             if why:
                 self.moved.add(why)
         return spec
+
+    def _acting_kernel(self) -> str | None:
+        """Where :meth:`live` and :meth:`keep` act: in the innermost open path's kernel where
+        that is another lab kernel of its own than the lab's (a path sent to UML), so a
+        function of that path finds it; else None, the lab's kernel."""
+        inner = self._path_kernels[-1] if self._path_kernels else None
+        return inner if inner in AGENT_KERNELS and inner != self.kernel else None
 
     def kernels_side_by_side(self) -> tuple[list[str], str]:
         """The lab kernels a side-by-side section compares, the lab's own first, and why the
@@ -131,15 +152,16 @@ class CaseLab:
         return self.source.holding(factory, *args)
 
     def live(self, action: Callable[[], Any]) -> Any:
-        """Do ``action`` in the lab's kernel, only when the lab is live (a flush between
-        variants); None in replay."""
-        return self.source.live(action)
+        """Do ``action`` in the lab's kernel (in an open path's own, :meth:`path`), only when
+        the lab is live (a flush between variants); None in replay."""
+        return self.source.live(action, kernel=self._acting_kernel())
 
     def keep(self, name: str, compute: Callable[[], Any], *, kernel: str | None = None) -> Any:
-        """A JSON value measured live (``compute()``, in the lab's kernel, or in ``kernel``: one
-        that :meth:`kernels_side_by_side` named) and shipped with the replay data."""
+        """A JSON value measured live (``compute()``, in the lab's kernel or an open path's own,
+        or in ``kernel``: one that :meth:`kernels_side_by_side` named) and shipped with the
+        replay data."""
         self._starting()
-        return self.source.keep(name, compute, kernel=kernel)
+        return self.source.keep(name, compute, kernel=kernel or self._acting_kernel())
 
     def measure(self, name: str, path: NetPath | ReplayedPath, compute: Callable[[], Any]) -> Any:
         """:meth:`keep` for a measurement made outside a run record on ``path`` (case 00's): taken

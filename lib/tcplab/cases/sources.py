@@ -62,7 +62,7 @@ class RunSource(Protocol):
     def keep(self, name: str, compute: Callable[[], Any], *, kernel: str | None = None) -> Any: ...
     def measure(self, name: str, path: NetPath | ReplayedPath, compute: Callable[[], Any]) -> tuple[Any, dict]: ...
     def in_lab(self, action: Callable[[], Any]) -> Any: ...
-    def live(self, action: Callable[[], Any]) -> Any: ...
+    def live(self, action: Callable[[], Any], *, kernel: str | None = None) -> Any: ...
     def holding(self, factory: Callable[..., Any], *args: Any) -> ContextManager[Any]: ...
     def side_by_side(self) -> tuple[list[str], str]: ...
     def backends(self) -> list[str]: ...
@@ -133,8 +133,8 @@ class LiveSource:
     def in_lab(self, action: Callable[[], Any]) -> Any:
         return call_in(self.kernel, action)
 
-    def live(self, action: Callable[[], Any]) -> Any:
-        return self.in_lab(action)
+    def live(self, action: Callable[[], Any], *, kernel: str | None = None) -> Any:
+        return call_in(kernel, action) if kernel is not None else self.in_lab(action)
 
     @contextlib.contextmanager
     def holding(self, factory: Callable[..., Any], *args: Any) -> Iterator[Any]:
@@ -250,7 +250,7 @@ class ReplaySource:
     def in_lab(self, action: Callable[[], Any]) -> Any:
         return action()  # no lab kernel: here
 
-    def live(self, action: Callable[[], Any]) -> Any:
+    def live(self, action: Callable[[], Any], *, kernel: str | None = None) -> Any:
         return None
 
     @contextlib.contextmanager

@@ -32,6 +32,14 @@ MODE_CHOICES = ("auto", *MODES)
 REQUIRED_TOOLS = ("ip", "iptables", "tcpdump", "ss")
 #: How pages and messages name each lab kernel.
 TITLES = {"host": "the host kernel", "uml": "the UML kernel", "userns": "the host kernel in a user namespace"}
+#: What a path's user may ask of the kernel that the kernel grants only to the machine's
+#: administrator, never to a user namespace's root, by the name a path is opened with
+#: (``CaseLab.path(spec, needs=[...])``): why, in words. A path that needs one runs in the UML
+#: kernel on a user namespace's lab, as one needing a host-global setting does (:func:`path_kernel`).
+ADMIN_ONLY = {
+    "tcp_metrics flush": "ip tcp_metrics flush, which the kernel allows only the machine's administrator "
+                         "(TCP_METRICS_CMD_DEL is an admin-only netlink command)",
+}
 
 
 @dataclass(frozen=True)
@@ -158,36 +166,48 @@ class HostGlobalError(PermissionError):
     cannot do, and no other lab kernel can take the path; the message names the setting."""
 
 
-def path_kernel(spec: Any, kernel: str | None) -> KernelChoice:
+def check_needs(needs: Any) -> tuple[str, ...]:
+    """``needs`` as a tuple of :data:`ADMIN_ONLY` names, or a :class:`ParameterError`."""
+    if isinstance(needs, str):
+        needs = (needs,)
+    needs = tuple(needs or ())
+    for need in needs:
+        if need not in ADMIN_ONLY:
+            raise ParameterError("needs", need, "a list of: " + ", ".join(ADMIN_ONLY))
+    return needs
+
+
+def path_kernel(spec: Any, kernel: str | None, needs: tuple[str, ...] = ()) -> KernelChoice:
     """The kernel that runs a path of ``spec`` where the lab's kernel is ``kernel``: that one,
     unless it is a user namespace and the path needs a host-global setting changed (a
     limit raised or lowered, ``tcp_mem``, a congestion control the host restricts for a
-    namespace's default... see :func:`host_global_needs`): then the UML kernel, which has
-    its own, where it can run; else :class:`HostGlobalError`."""
+    namespace's default... see :func:`host_global_needs`) or an action only the machine's
+    administrator may do (``needs``, :data:`ADMIN_ONLY`): then the UML kernel, which is its
+    own, where it can run; else :class:`HostGlobalError`."""
     if kernel != "userns":
         return KernelChoice(kernel, "")
     from . import userns
 
     blockers = host_global_needs(spec)
-    if not blockers:
+    if not blockers and not needs:
         return KernelChoice("userns", "")
-    what = userns.blockers_text(blockers)
+    reasons = "; ".join(([f"{userns.blockers_text(blockers)}: host-global, which a user namespace can read but "
+                          "not change"] if blockers else []) + [ADMIN_ONLY[need] for need in needs])
     uml_ok, uml_why = uml_can_run()
     if not uml_ok:
-        raise HostGlobalError(f"this path needs host-global settings changed: {what}; a user namespace can read "
-                              f"them but not change them, and no UML kernel can run the path instead ({uml_why}). "
-                              "Ask the machine's administrator to set them, or run as root.")
-    return KernelChoice("uml", f"{what}: host-global, which a user namespace cannot change; this path ran in "
-                               "the UML kernel, which has its own")
+        raise HostGlobalError(f"this path needs what a user namespace may not do: {reasons}; and no UML kernel can "
+                              f"run the path instead ({uml_why}). Ask the machine's administrator, or run as root.")
+    return KernelChoice("uml", f"{reasons}; so the paths that need it ran in the UML kernel, where the lab is "
+                               "the administrator")
 
 
-def on_kernel(spec: Any, kernel: str | None) -> tuple[Any, str]:
+def on_kernel(spec: Any, kernel: str | None, needs: tuple[str, ...] = ()) -> tuple[Any, str]:
     """``spec`` as a lab whose kernel is ``kernel`` runs it, and why where it runs elsewhere:
     the kernel of :func:`path_kernel` written into it. A path sent from a user namespace to
     the UML kernel takes the host's buffer limits along (``wmem_max``, ``rmem_max``, unless
     the spec sets them), so that it meets the limits the case read and planned its buffers by
     (the host's), not UML's stock ones."""
-    choice = path_kernel(spec, kernel)
+    choice = path_kernel(spec, kernel, needs)
     if kernel == "userns" and choice.kernel == "uml":
         from . import sysctl
 

@@ -227,6 +227,12 @@ class Host:
         """Run a Python function with this host's network namespace (sockets, /proc/sys/net)."""
         return netns.run_in(self.ns, fn, *args, **kwargs)
 
+    def lab_kind(self) -> str | None:
+        """The lab kernel of its own this host lives in ("uml", "userns"; None: this process's)."""
+        from .kernels import agent_kind
+
+        return agent_kind()
+
     # pyroute2 has no tcp_metrics netlink family, so these two go through iproute2.
     def tcp_metrics(self) -> list[dict[str, str]]:
         """What the kernel remembers per destination (``ip tcp_metrics show``): one dict per
@@ -235,7 +241,15 @@ class Host:
         return [parse_tcp_metrics_line(line) for line in text.splitlines() if line.strip()]
 
     def flush_tcp_metrics(self) -> None:
-        """Forget every destination's cached ssthresh/cwnd/rtt (``ip tcp_metrics flush all``)."""
+        """Forget every destination's cached ssthresh/cwnd/rtt (``ip tcp_metrics flush all``).
+        Only the machine's administrator may (:data:`~.kernels.ADMIN_ONLY`): in a user
+        namespace's lab a PermissionError says how to get a path that can."""
+        from .kernels import ADMIN_ONLY
+
+        if self.lab_kind() == "userns":
+            raise PermissionError(f"{ADMIN_ONLY['tcp_metrics flush']}: not in a user namespace's lab. Open the path "
+                                  "with CaseLab.path(spec, needs=['tcp_metrics flush']), which runs it in the UML "
+                                  "kernel, or run as root.")
         self.run(["ip", "tcp_metrics", "flush", "all"])
 
 
@@ -267,6 +281,9 @@ class AgentHost(Host):
 
     def call(self, fn, *args: Any, **kwargs: Any) -> Any:
         return self.kernel.call(Host.call, self, fn, *args, **kwargs)
+
+    def lab_kind(self) -> str | None:
+        return self.kernel.kind
 
 
 def parse_tcp_metrics_line(line: str) -> dict[str, str]:

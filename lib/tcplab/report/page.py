@@ -155,6 +155,7 @@ class CasePage:
             env["lab kernel"] = f"{lab.kernel} ({lab.kernel_why})"
             if lab.moved:
                 env["lab kernel"] += "; " + "; ".join(sorted(lab.moved))
+                env["moved"] = "; ".join(sorted(lab.moved))  # said under the scores (scores.moved)
         return env
 
     def publish(self, title: str, checks: Sequence[Any]) -> None:

@@ -301,7 +301,9 @@ def _plain_table(scores: Scores, t: Messages) -> str:
                    else t("scores.summary", passed=scores.n_passed, total=scores.n_checks))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    return "\n".join([scores.title, *lines, summary, *machine_lines(scores, t)])
+    moved = [t("scores.moved", kernels=scores.environment.get("kernel", ""), why=scores.environment["moved"])
+             ] if scores.environment.get("moved") else []
+    return "\n".join([scores.title, *lines, summary, *moved, *machine_lines(scores, t)])
 
 
 def machine_lines(scores: Scores, t: Messages) -> list[str]:
