@@ -47,6 +47,17 @@ def exercise_seconds(executed: Path) -> float:
                if EXERCISE_TAG in cell.metadata.get("tags", []))
 
 
+def slowest_cells(executed: Path, count: int = 3) -> list[dict]:
+    """The case's own cells (exercises apart) that took longest: where its time goes."""
+    nb = nbformat.read(str(executed), as_version=4)
+    timed = [{"cell": i, "first_line": next((line for line in cell.source.splitlines()
+                                               if line.strip() and not line.startswith("%%")), "")[:70],
+              "s": round(cell.metadata.get("papermill", {}).get("duration") or 0.0, 1)}
+             for i, cell in enumerate(nb.cells)
+             if cell.cell_type == "code" and EXERCISE_TAG not in cell.metadata.get("tags", [])]
+    return sorted(timed, key=lambda c: -c["s"])[:count]
+
+
 def run_case(released: Path, case: str, kernel: str, out: Path) -> dict:
     executed = out / f"{case}.ipynb"
     start = time.monotonic()
@@ -61,7 +72,8 @@ def run_case(released: Path, case: str, kernel: str, out: Path) -> dict:
             "run_all_s": round(wall, 1), "case_s": round(case_s, 1) if case_s is not None else None,
             "exercises_s": round(exercises, 1) if exercises is not None else None,
             "goal_s": CASE_GOAL_S[kernel],
-            "within_goal": bool(result.ok and case_s is not None and case_s <= CASE_GOAL_S[kernel])}
+            "within_goal": bool(result.ok and case_s is not None and case_s <= CASE_GOAL_S[kernel]),
+            "slowest_cells": slowest_cells(executed) if executed.is_file() else []}
 
 
 def main() -> int:
