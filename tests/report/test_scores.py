@@ -116,6 +116,19 @@ def test_scores_say_what_the_machine_did_to_their_runs():
     assert "machine" not in scores_output(_scores())["text/plain"]
 
 
+def test_scores_say_which_paths_ran_in_another_kernel_and_why():
+    why = "ip tcp_metrics flush, which the kernel allows only the administrator"
+    moved = dataclasses.replace(_scores(), environment={"kernel": "6.18 (user namespace), 6.1.176 (UML)",
+                                                         "moved": why})
+    bundle = scores_output(moved)
+    for shown in (bundle["text/plain"], bundle["text/html"]):
+        assert "6.18 (user namespace), 6.1.176 (UML)" in shown and why in shown
+    assert bundle["text/html"].count("tcplab-kernels") == 1
+    # A lab whose paths all ran in its own kernel says nothing of the kind.
+    assert "tcplab-kernels" not in scores_output(_scores())["text/html"]
+    assert "lab's own kernel" not in scores_output(_scores())["text/plain"]
+
+
 def test_a_disturbed_case_is_neither_passed_nor_failed():
     from tcplab.report.context import ReportContext
     from tcplab.report.handout import CaseSection, case_status, render_handout

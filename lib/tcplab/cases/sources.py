@@ -114,7 +114,7 @@ class LiveSource:
         return run
 
     def keep(self, name: str, compute: Callable[[], Any], *, kernel: str | None = None) -> Any:
-        done = call_in(kernel, compute) if kernel is not None else self.in_lab(compute)
+        done = self.live(compute, kernel=kernel)
         value = json.loads(json.dumps(done, default=str))  # as replay will give it back
         self._index(kept={name: value})
         return value

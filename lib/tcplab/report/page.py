@@ -154,8 +154,8 @@ class CasePage:
         if lab.kernel is not None:
             env["lab kernel"] = f"{lab.kernel} ({lab.kernel_why})"
             if lab.moved:
-                env["lab kernel"] += "; " + "; ".join(sorted(lab.moved))
-                env["moved"] = "; ".join(sorted(lab.moved))  # said under the scores (scores.moved)
+                env["moved"] = "; ".join(sorted(lab.moved))  # said under the scores (scores.moved_lines)
+                env["lab kernel"] += "; " + env["moved"]
         return env
 
     def publish(self, title: str, checks: Sequence[Any]) -> None:

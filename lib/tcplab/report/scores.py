@@ -301,9 +301,15 @@ def _plain_table(scores: Scores, t: Messages) -> str:
                    else t("scores.summary", passed=scores.n_passed, total=scores.n_checks))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    moved = [t("scores.moved", kernels=scores.environment.get("kernel", ""), why=scores.environment["moved"])
-             ] if scores.environment.get("moved") else []
-    return "\n".join([scores.title, *lines, summary, *moved, *machine_lines(scores, t)])
+    return "\n".join([scores.title, *lines, summary, *moved_lines(scores, t), *machine_lines(scores, t)])
+
+
+def moved_lines(scores: Scores, t: Messages) -> list[str]:
+    """Why some numbers come from another kernel than the lab's (paths a user namespace could
+    not make ran in UML: ``environment["moved"]``, :meth:`CasePage.environment`); none else."""
+    if not scores.environment.get("moved"):
+        return []
+    return [t("scores.moved", kernels=scores.environment.get("kernel", ""), why=scores.environment["moved"])]
 
 
 def machine_lines(scores: Scores, t: Messages) -> list[str]:
@@ -340,7 +346,8 @@ def scores_output(scores: Scores, *, language: str | None = None, only: Iterable
     shown = replace(scores, checks=listed)
     return {
         "text/html": render("scores_table.html.j2", messages=t, scores=shown, title=_shown_title(scores, t),
-                            instructor_class=INSTRUCTOR_CLASS, more=len(scores.checks) - len(listed)),
+                            instructor_class=INSTRUCTOR_CLASS, more=len(scores.checks) - len(listed),
+                            moved=moved_lines(scores, t)),
         "text/plain": _plain_table(scores, t),
         MIME_TYPE: scores.to_json(),
     }
