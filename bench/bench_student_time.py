@@ -40,16 +40,14 @@ CASE_GOAL_S = {"host": 60.0, "userns": 60.0, "uml": 120.0}
 COURSE_GOAL_S = 8 * 60.0
 
 
-def exercise_seconds(executed: Path) -> float:
+def exercise_seconds(nb: nbformat.NotebookNode) -> float:
     """Seconds the executed notebook's exercise cells took (papermill's time of each cell)."""
-    nb = nbformat.read(str(executed), as_version=4)
     return sum(cell.metadata.get("papermill", {}).get("duration") or 0.0 for cell in nb.cells
                if EXERCISE_TAG in cell.metadata.get("tags", []))
 
 
-def slowest_cells(executed: Path, count: int = 3) -> list[dict]:
+def slowest_cells(nb: nbformat.NotebookNode, count: int = 3) -> list[dict]:
     """The case's own cells (exercises apart) that took longest: where its time goes."""
-    nb = nbformat.read(str(executed), as_version=4)
     timed = [{"cell": i, "first_line": next((line for line in cell.source.splitlines()
                                                if line.strip() and not line.startswith("%%")), "")[:70],
               "s": round(cell.metadata.get("papermill", {}).get("duration") or 0.0, 1)}
@@ -64,7 +62,8 @@ def run_case(released: Path, case: str, kernel: str, out: Path) -> dict:
     result = execute_notebook(released / f"{case}.ipynb", executed, parameters={"mode": "live", "kernel": kernel},
                               cwd=released, progress=False)
     wall = time.monotonic() - start
-    exercises = exercise_seconds(executed) if executed.is_file() else None
+    nb = nbformat.read(str(executed), as_version=4) if executed.is_file() else None
+    exercises = exercise_seconds(nb) if nb is not None else None
     # The kernel's start and the parameters papermill injects are in the wall time, not in any
     # cell: they count to the case's own part, which a student waits for before the first plot.
     case_s = wall - exercises if exercises is not None else None
@@ -73,7 +72,7 @@ def run_case(released: Path, case: str, kernel: str, out: Path) -> dict:
             "exercises_s": round(exercises, 1) if exercises is not None else None,
             "goal_s": CASE_GOAL_S[kernel],
             "within_goal": bool(result.ok and case_s is not None and case_s <= CASE_GOAL_S[kernel]),
-            "slowest_cells": slowest_cells(executed) if executed.is_file() else []}
+            "slowest_cells": slowest_cells(nb) if nb is not None else []}
 
 
 def main() -> int:
