@@ -19,6 +19,7 @@ from tcplab.observe.sendmsg import parse_sendmsg, sendmsg_trace
 from tcplab.report import CasePage
 from tcplab.lab import PathSpec, sysctl, tracefs
 from tcplab.traffic import Bulk
+from tcplab.units import ParameterError
 
 
 def _packets(rows):
@@ -128,6 +129,16 @@ class _KeptLab:
 def _found(wmem_max, rmem_max):
     return {buffers.WMEM_MAX: wmem_max, buffers.RMEM_MAX: rmem_max,
             buffers.TCP_RMEM: "4096 131072 6291456", buffers.TCP_WMEM: "4096 16384 4194304"}
+
+
+def test_an_autotuning_cap_sets_tcp_rmem_2_and_lowers_the_start_only_below_it():
+    assert buffers.autotuning_cap("tcp_rmem_max", 524288) == "4096 131072 524288"
+    assert buffers.autotuning_cap("tcp_rmem_max", "64KB") == "4096 65536 65536"  # a socket starts at tcp_rmem[1]
+    assert buffers.autotuning_cap("tcp_rmem_max", 4096) == "4096 4096 4096"
+    for bad, accepted in ((4095, "at least 4096 B"), ("lots", "a size such as")):
+        with pytest.raises(ParameterError) as err:
+            buffers.autotuning_cap("tcp_rmem_max", bad)
+        assert str(err.value).startswith("tcp_rmem_max: ") and accepted in str(err.value)
 
 
 def test_limits_are_raised_to_what_a_variant_asks_only_when_below():

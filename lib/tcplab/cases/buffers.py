@@ -23,11 +23,27 @@ from ..lab import PathSpec, sysctl, tracefs
 from ..lab.sysctl import RMEM_MAX, TCP_RMEM, TCP_WMEM, WMEM_MAX, socket_buffer_settings
 from ..observe.sendmsg import parse_sendmsg, sendmsg_trace
 from ..observe.ss import SENDING_STATES
+from ..units import ParameterError, parse_size
 from .trial import Trial
 
 __all__ = ["send_wait", "burst_starts", "burst_spacing", "advertised_windows",
            "handshake_wscale", "handshake_window", "scaling_ratios", "sendbuf_row", "filling_frame", "rcvbuf_row", "goodput_frame",
-           "sendmsg_summary", "trace_sendmsg", "WMEM_MAX", "RMEM_MAX", "BufferLimits", "LimitChange"]
+           "sendmsg_summary", "trace_sendmsg", "autotuning_cap", "WMEM_MAX", "RMEM_MAX", "BufferLimits", "LimitChange"]
+
+#: ``tcp_rmem``'s first two values as Linux ships them (both lab kernels): the least a socket's
+#: receive buffer may shrink to under memory pressure, and the buffer a new socket starts with.
+TCP_RMEM_MIN, TCP_RMEM_DEFAULT = 4096, 131072
+
+
+def autotuning_cap(name: str, most: Any) -> str:
+    """The ``tcp_rmem`` triple that lets receive-buffer autotuning grow a socket's buffer to at
+    most ``most`` bytes (``tcp_rmem[2]``), the other two values as shipped; a cap below the
+    starting buffer lowers the start with it, since a socket starts at ``tcp_rmem[1]`` whatever
+    ``tcp_rmem[2]`` says. ``name``: the parameter that asked, for the error."""
+    cap = parse_size(name, most)
+    if cap < TCP_RMEM_MIN:
+        raise ParameterError(name, most, f"a size of at least {TCP_RMEM_MIN} B (tcp_rmem[0], the least a buffer may shrink to)")
+    return f"{TCP_RMEM_MIN} {min(TCP_RMEM_DEFAULT, cap)} {cap}"
 
 
 def send_wait(trial: Trial) -> dict[str, float]:
