@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import functools
 import json
 import os
 import platform
@@ -100,7 +101,14 @@ def _without_unset(value: Any) -> Any:
 
 
 def tool_version(argv: list[str]) -> str | None:
-    """The first line a tool prints about itself (``tcpdump --version``), or None."""
+    """The first line a tool prints about itself (``tcpdump --version``), or None. Asked once
+    per process: every run record carries it, and in a UML kernel each start of a tool costs
+    a good part of a second."""
+    return _tool_version(tuple(argv))
+
+
+@functools.cache
+def _tool_version(argv: tuple[str, ...]) -> str | None:
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
         return (out.stdout or out.stderr).splitlines()[0].strip()
@@ -108,8 +116,9 @@ def tool_version(argv: list[str]) -> str | None:
         return None
 
 
+@functools.cache
 def package_version(package: str) -> str | None:
-    """The installed version of a Python package, or None."""
+    """The installed version of a Python package, or None (read once per process)."""
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:

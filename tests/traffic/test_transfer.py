@@ -40,3 +40,26 @@ def test_send_into_an_empty_buffer_barely_waits():
     assert report.send_wait_s < 0.05 and report.last_write is not None
     writer.close()
     reader.close()
+
+
+def test_a_side_program_starts_with_the_standard_library_and_its_own_package_only():
+    """Each run starts two side programs, in the lab's kernel: in a UML kernel an import of the
+    lab's modules (pyroute2, the workloads) cost 1.2 s a start, so none may come with them."""
+    import json
+    import subprocess
+    import sys
+
+    from tcplab.traffic.programs import __path__ as programs_path
+
+    names = sorted(p.stem for p in __import__("pathlib").Path(programs_path[0]).glob("*.py") if p.stem != "__init__")
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import importlib, json, sys\n"
+         "before = set(sys.modules)  # the interpreter's own start (site, its customizations)\n"
+         f"for name in {names!r}: importlib.import_module('tcplab.traffic.programs.' + name)\n"
+         "print(json.dumps(sorted(set(sys.modules) - before)))"],
+        capture_output=True, text=True, check=True)
+    modules = json.loads(loaded.stdout)
+    assert "tcplab.traffic.programs.stream" in modules  # the programs themselves were imported
+    foreign = [m for m in modules if m.split(".")[0] not in sys.stdlib_module_names
+               and m not in ("tcplab", "tcplab.traffic") and not m.startswith("tcplab.traffic.programs")]
+    assert foreign == []
