@@ -13,6 +13,7 @@ exception and on SIGINT/SIGTERM; ``tcplab cleanup`` removes what a killed run le
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import platform
@@ -474,35 +475,45 @@ class NetPath:
     # --- building ----------------------------------------------------------------------------
     @netns.outside_event_loop
     def _wire(self) -> None:
-        mtu = self.spec.mtu
-        with netns.iproute(self.router.ns) as ipr:
-            # Both veth pairs are born in the router namespace, so their names never meet
-            # another run's in the host namespace.
-            ipr.link("add", ifname="to-client", kind="veth",
-                     peer={"ifname": "eth0", "net_ns_fd": self.client.ns})
-            ipr.link("add", ifname="to-server", kind="veth",
-                     peer={"ifname": "eth0", "net_ns_fd": self.server.ns})
-            for ifname, address in (("to-client", CLIENT_NET + "1"), ("to-server", SERVER_NET + "1")):
-                index = ipr.link_lookup(ifname=ifname)[0]
-                ipr.addr("add", index=index, address=address, prefixlen=24)
-                ipr.link("set", index=index, mtu=mtu, state="up")
-            ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
-        sysctl.apply_in(self.router.ns, {"net.ipv4.ip_forward": "1"})
-        for host, gateway in ((self.client, CLIENT_NET + "1"), (self.server, SERVER_NET + "1")):
-            with netns.iproute(host.ns) as ipr:
-                lo = ipr.link_lookup(ifname="lo")[0]
-                ipr.link("set", index=lo, state="up")
-                index = ipr.link_lookup(ifname="eth0")[0]
-                ipr.addr("add", index=index, address=host.address, prefixlen=24)
-                ipr.link("set", index=index, mtu=mtu, state="up")
-                ipr.route("add", dst="default", gateway=gateway, **self._route_metrics())
-        self._pin_neighbours()
+        # One netlink socket per namespace for the whole build: pyroute2 forks a helper to open
+        # each one inside its namespace, which in a UML kernel costs about 0.3 s a time.
+        with contextlib.ExitStack() as stack:
+            sockets = {host.name: stack.enter_context(netns.iproute(host.ns))
+                       for host in (self.router, self.client, self.server)}
+            self._wire_with(sockets)
         if not self.spec.offloads:
             for host, ifnames in ((self.client, ["eth0"]), (self.server, ["eth0"]),
                                   (self.router, ["to-client", "to-server"])):
                 host.call(_offloads_off, ifnames)
 
-    def _pin_neighbours(self) -> None:
+    def _wire_with(self, sockets: dict[str, Any]) -> None:
+        """The veths, addresses, routes and neighbours, through ``sockets``: an IPRoute per
+        host's namespace, by host name."""
+        mtu = self.spec.mtu
+        ipr = sockets[self.router.name]
+        # Both veth pairs are born in the router namespace, so their names never meet
+        # another run's in the host namespace.
+        ipr.link("add", ifname="to-client", kind="veth",
+                 peer={"ifname": "eth0", "net_ns_fd": self.client.ns})
+        ipr.link("add", ifname="to-server", kind="veth",
+                 peer={"ifname": "eth0", "net_ns_fd": self.server.ns})
+        for ifname, address in (("to-client", CLIENT_NET + "1"), ("to-server", SERVER_NET + "1")):
+            index = ipr.link_lookup(ifname=ifname)[0]
+            ipr.addr("add", index=index, address=address, prefixlen=24)
+            ipr.link("set", index=index, mtu=mtu, state="up")
+        ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+        sysctl.apply_in(self.router.ns, {"net.ipv4.ip_forward": "1"})
+        for host, gateway in ((self.client, CLIENT_NET + "1"), (self.server, SERVER_NET + "1")):
+            ipr = sockets[host.name]
+            lo = ipr.link_lookup(ifname="lo")[0]
+            ipr.link("set", index=lo, state="up")
+            index = ipr.link_lookup(ifname="eth0")[0]
+            ipr.addr("add", index=index, address=host.address, prefixlen=24)
+            ipr.link("set", index=index, mtu=mtu, state="up")
+            ipr.route("add", dst="default", gateway=gateway, **self._route_metrics())
+        self._pin_neighbours(sockets)
+
+    def _pin_neighbours(self, sockets: dict[str, Any]) -> None:
         """Permanent ARP entries on both links, both ends. netem delays every packet leaving
         its interface, ARP included: without them the first packets after a neighbour entry
         is (re)resolved wait one emulated delay more per hop, so a connection's handshake,
@@ -510,19 +521,17 @@ class NetPath:
         macs, indexes = {}, {}
         for host, ifnames in ((self.router, ("to-client", "to-server")), (self.client, ("eth0",)),
                               (self.server, ("eth0",))):
-            with netns.iproute(host.ns) as ipr:
-                for ifname in ifnames:
-                    index = ipr.link_lookup(ifname=ifname)[0]
-                    indexes[host.name, ifname] = index
-                    macs[host.name, ifname] = ipr.get_links(index)[0].get_attr("IFLA_ADDRESS")
+            ipr = sockets[host.name]
+            for ifname in ifnames:
+                index = ipr.link_lookup(ifname=ifname)[0]
+                indexes[host.name, ifname] = index
+                macs[host.name, ifname] = ipr.get_links(index)[0].get_attr("IFLA_ADDRESS")
         links = ((self.client, "to-client", CLIENT_NET + "1"), (self.server, "to-server", SERVER_NET + "1"))
         for host, router_if, gateway in links:
-            with netns.iproute(host.ns) as ipr:
-                ipr.neigh("add", dst=gateway, lladdr=macs[self.router.name, router_if],
-                          ifindex=indexes[host.name, "eth0"], state=NUD_PERMANENT)
-            with netns.iproute(self.router.ns) as ipr:
-                ipr.neigh("add", dst=host.address, lladdr=macs[host.name, "eth0"],
-                          ifindex=indexes[self.router.name, router_if], state=NUD_PERMANENT)
+            sockets[host.name].neigh("add", dst=gateway, lladdr=macs[self.router.name, router_if],
+                                     ifindex=indexes[host.name, "eth0"], state=NUD_PERMANENT)
+            sockets[self.router.name].neigh("add", dst=host.address, lladdr=macs[host.name, "eth0"],
+                                            ifindex=indexes[self.router.name, router_if], state=NUD_PERMANENT)
 
     def _route_metrics(self) -> dict[str, Any]:
         metrics: dict[str, Any] = {}
