@@ -169,7 +169,7 @@ def test_host_global_settings_and_admin_actions_are_refused_by_name_and_auto_sen
         print(json.dumps({"now": now, "refused": refused, "kernel": choice.kernel, "why": choice.why,
                           "same": same.kernel, "flushing": flushing.__dict__, "flush": flush}))
     """))
-    assert said["refused"] and f"net.core.wmem_max = {said['now'] + 4096} (now {said['now']})" in said["refused"]
+    assert said["refused"] and f"net.core.wmem_max {said['now']} → {said['now'] + 4096}" in said["refused"]
     assert "a user namespace can read" in said["refused"]
     assert said["kernel"] == "uml" and "host-global" in said["why"]
     assert said["same"] == "userns"  # a value already in force needs no change

@@ -129,6 +129,47 @@ def test_scores_say_which_paths_ran_in_another_kernel_and_why():
     assert "lab's own kernel" not in scores_output(_scores())["text/plain"]
 
 
+def test_the_reasons_for_another_kernel_are_said_in_the_pages_language(monkeypatch):
+    """Each reason is written in English where the lab chose the kernel (lab.kernels), and said in
+    the page's language under its scores, one by one: a metrics flush and a limit a user namespace
+    cannot raise, as path_kernel words them."""
+    import re
+
+    from tcplab.lab import kernels, userns
+    from tcplab.lab.path import PathSpec
+
+    monkeypatch.setattr(kernels, "uml_can_run", lambda: (True, ""))
+    monkeypatch.setattr(kernels, "host_global_needs", lambda spec: {})
+    flush = kernels.path_kernel(PathSpec(), "userns", ("tcp_metrics flush",)).why
+    monkeypatch.setattr(kernels, "host_global_needs", lambda spec: {"net.core.wmem_max": ("4194304", "212992")})
+    limit = kernels.path_kernel(PathSpec(), "userns").why
+    assert userns.blockers_text({"net.core.wmem_max": ("4194304", "212992")}) in limit
+    moved = dataclasses.replace(_scores(), environment={"kernel": "6.18 (user namespace), 6.1.176 (UML)",
+                                                         "moved": sorted([flush, limit])})
+    english = scores_output(moved)["text/plain"]
+    assert flush in english and limit in english
+    said = scores_output(moved, language="zh")["text/plain"].splitlines()[-1]
+    reasons = said.split("：", 1)[1]  # after the kernels' names
+    assert "UML" in reasons and "TCP_METRICS_CMD_DEL" in reasons and "net.core.wmem_max 212992 → 4194304" in reasons
+    # What stays Latin is what the machine names: no English word of the reasons is left.
+    assert not re.search(r"[a-z]+ [a-z]+", reasons.replace("ip tcp_metrics flush", "")), reasons
+    # A record from before the reasons were kept apart holds them as one string, said as it is.
+    old = dataclasses.replace(moved, environment={**moved.environment, "moved": flush})
+    assert "TCP_METRICS_CMD_DEL" in scores_output(old, language="zh")["text/plain"]
+
+
+def test_why_the_lab_runs_in_uml_is_said_in_the_pages_language():
+    """The UML banner's reason (kernels.choose_kernel's words) in Chinese, as the page says it."""
+    from tcplab.words import Messages
+
+    zh = Messages("zh")
+    assert zh.error_phrase("as requested") == "按要求"
+    said = zh.error_phrase("the host kernel cannot run the lab (not root), nor in a user namespace "
+                           "(user namespaces are not allowed for this user); the UML kernel can")
+    # Latin stays only for what the machine names (UML, root).
+    assert "UML" in said and not any(c.isascii() and c.isalpha() for c in said.replace("UML", "").replace("root", "")), said
+
+
 def test_a_disturbed_case_is_neither_passed_nor_failed():
     from tcplab.report.context import ReportContext
     from tcplab.report.handout import CaseSection, case_status, render_handout

@@ -228,5 +228,6 @@ def host_global_blockers(wanted: Mapping[str, Any], in_force: Mapping[str, str])
 
 
 def blockers_text(blockers: Mapping[str, tuple[str, str]]) -> str:
-    """The blockers in words: "net.core.wmem_max = 262144 (now 212992)"."""
-    return ", ".join(f"{key} = {wanted} (now {now})" for key, (wanted, now) in blockers.items())
+    """The blockers, from the value now to the one wanted: "net.core.wmem_max 212992 → 262144"
+    (names and numbers only, so a sentence in any language can hold them)."""
+    return ", ".join(f"{key} {now} → {wanted}" for key, (wanted, now) in blockers.items())

@@ -142,7 +142,7 @@ class CasePage:
         self.lab.before_first_run(stamp)
         display(Markdown(Messages()("stamps.armed")))
 
-    def environment(self) -> dict[str, str]:
+    def environment(self) -> dict[str, Any]:
         """Where the numbers come from: this machine, or the one that recorded them."""
         lab = self.lab
         env = scores.default_environment()
@@ -154,8 +154,8 @@ class CasePage:
         if lab.kernel is not None:
             env["lab kernel"] = f"{lab.kernel} ({lab.kernel_why})"
             if lab.moved:
-                env["moved"] = "; ".join(sorted(lab.moved))  # said under the scores (scores.moved_lines)
-                env["lab kernel"] += "; " + env["moved"]
+                env["moved"] = sorted(lab.moved)  # said under the scores, each in the page's language (scores.moved_lines)
+                env["lab kernel"] += "; " + "; ".join(env["moved"])
         return env
 
     def publish(self, title: str, checks: Sequence[Any]) -> None:
@@ -167,7 +167,7 @@ class CasePage:
     def _repr_markdown_(self) -> str:
         t, lab = Messages(), self.lab
         if lab.mode == "live" and lab.kernel == "uml":
-            return t("page.banner.live_uml", why=lab.kernel_why, profile=lab.profile)
+            return t("page.banner.live_uml", why=t.error_phrase(lab.kernel_why), profile=lab.profile)
         if lab.mode == "live":
             return t("page.banner.live", profile=lab.profile)
         return t("page.banner.replay", kernel=lab.kernels or "?", profile=lab.runs_profile or "?")

@@ -307,9 +307,14 @@ def _plain_table(scores: Scores, t: Messages) -> str:
 def moved_lines(scores: Scores, t: Messages) -> list[str]:
     """Why some numbers come from another kernel than the lab's (paths a user namespace could
     not make ran in UML: ``environment["moved"]``, :meth:`CasePage.environment`); none else."""
-    if not scores.environment.get("moved"):
+    moved = scores.environment.get("moved")
+    if not moved:
         return []
-    return [t("scores.moved", kernels=scores.environment.get("kernel", ""), why=scores.environment["moved"])]
+    # Each reason was written in English where it arose (lab.kernels); said in the page's language
+    # here. A record from before the reasons were kept apart holds them as one string.
+    reasons = [moved] if isinstance(moved, str) else moved
+    why = t("scores.moved_separator").join(t.error_phrase(reason) for reason in reasons)
+    return [t("scores.moved", kernels=scores.environment.get("kernel", ""), why=why)]
 
 
 def machine_lines(scores: Scores, t: Messages) -> list[str]:
