@@ -142,7 +142,7 @@ class CasePage:
         self.lab.before_first_run(stamp)
         display(Markdown(Messages()("stamps.armed")))
 
-    def environment(self) -> dict[str, Any]:
+    def environment(self) -> dict[str, str]:
         """Where the numbers come from: this machine, or the one that recorded them."""
         lab = self.lab
         env = scores.default_environment()
@@ -154,8 +154,10 @@ class CasePage:
         if lab.kernel is not None:
             env["lab kernel"] = f"{lab.kernel} ({lab.kernel_why})"
             if lab.moved:
-                env["moved"] = sorted(lab.moved)  # said under the scores, each in the page's language (scores.moved_lines)
-                env["lab kernel"] += "; " + "; ".join(env["moved"])
+                # Said under the scores, each reason in the page's language (scores.moved_lines):
+                # one a line, since a reason itself may hold "; ".
+                env["moved"] = "\n".join(sorted(lab.moved))
+                env["lab kernel"] += "; " + "; ".join(sorted(lab.moved))
         return env
 
     def publish(self, title: str, checks: Sequence[Any]) -> None:

@@ -310,10 +310,9 @@ def moved_lines(scores: Scores, t: Messages) -> list[str]:
     moved = scores.environment.get("moved")
     if not moved:
         return []
-    # Each reason was written in English where it arose (lab.kernels); said in the page's language
-    # here. A record from before the reasons were kept apart holds them as one string.
-    reasons = [moved] if isinstance(moved, str) else moved
-    why = t("scores.moved_separator").join(t.error_phrase(reason) for reason in reasons)
+    # Each reason was written in English where it arose (lab.kernels), one a line; said in the
+    # page's language here.
+    why = t("scores.moved_separator").join(t.error_phrase(reason) for reason in moved.splitlines())
     return [t("scores.moved", kernels=scores.environment.get("kernel", ""), why=why)]
 
 
