@@ -18,8 +18,8 @@ complete. Everything in a record can be analysed again later without rerunning i
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import functools
+import hashlib
 import json
 import os
 import platform

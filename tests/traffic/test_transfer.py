@@ -46,12 +46,13 @@ def test_a_side_program_starts_with_the_standard_library_and_its_own_package_onl
     """Each run starts two side programs, in the lab's kernel: in a UML kernel an import of the
     lab's modules (pyroute2, the workloads) cost 1.2 s a start, so none may come with them."""
     import json
+    import pkgutil
     import subprocess
     import sys
 
-    from tcplab.traffic.programs import __path__ as programs_path
+    from tcplab.traffic import programs
 
-    names = sorted(p.stem for p in __import__("pathlib").Path(programs_path[0]).glob("*.py") if p.stem != "__init__")
+    names = sorted(module.name for module in pkgutil.iter_modules(programs.__path__))
     loaded = subprocess.run(
         [sys.executable, "-c", "import importlib, json, sys\n"
          "before = set(sys.modules)  # the interpreter's own start (site, its customizations)\n"

@@ -154,10 +154,11 @@ class CasePage:
         if lab.kernel is not None:
             env["lab kernel"] = f"{lab.kernel} ({lab.kernel_why})"
             if lab.moved:
+                reasons = sorted(lab.moved)
                 # Said under the scores, each reason in the page's language (scores.moved_lines):
                 # one a line, since a reason itself may hold "; ".
-                env["moved"] = "\n".join(sorted(lab.moved))
-                env["lab kernel"] += "; " + "; ".join(sorted(lab.moved))
+                env["moved"] = "\n".join(reasons)
+                env["lab kernel"] += "; " + "; ".join(reasons)
         return env
 
     def publish(self, title: str, checks: Sequence[Any]) -> None:
