@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import save, table
+from common import RESULTS, save_to, table
 
 ROOT = Path(__file__).resolve().parents[1]
 TCPLAB = Path(sys.executable).with_name("tcplab")
@@ -135,12 +135,12 @@ class MemorySampler(threading.Thread):
         self.join()
 
 
-def one_class(kernel: str, n: int, case: str, out: Path, queue_wait: int) -> list[dict]:
-    """N learners at once; one row per learner."""
+def one_class(kernel: str, n: int, case: str, out: Path, queue_wait: int, sitting: int = 1) -> list[dict]:
+    """N learners at once, the ``sitting``-th class of N on this kernel; one row per learner."""
     accounts = [learner(i) for i in range(1, n + 1)]
     runs = []
     for account in accounts:
-        reports = out / f"{kernel}-{n}" / account.pw_name
+        reports = out / f"{kernel}-{n}-{sitting}" / account.pw_name
         reports.mkdir(parents=True)
         shutil.chown(reports, account.pw_uid, account.pw_gid)
         runs.append((account, reports))
@@ -172,7 +172,7 @@ def one_class(kernel: str, n: int, case: str, out: Path, queue_wait: int) -> lis
             machine = entry.get("machine")
         except (OSError, ValueError, KeyError, IndexError):
             status, checks, failed, machine = "no summary", [], [], None
-        rows.append({"kernel": kernel, "learners": n, "learner": account.pw_name, "exit": code,
+        rows.append({"kernel": kernel, "learners": n, "sitting": sitting, "learner": account.pw_name, "exit": code,
                      "outcome": RIGHT.get(code, "WRONG" if code == 1 else f"error {code}"), "status": status,
                      "checks": len(checks), "checks_failed": sum(1 for _, ok in checks if ok is False),
                      "wall_s": round(took, 1), **({"failed": failed, "machine": machine} if failed else {})})
@@ -193,6 +193,8 @@ def main() -> int:
     parser.add_argument("--queue-wait", type=int, default=1800,
                         help="TCPLAB_QUEUE_WAIT of each learner: seconds a measurement waits for its turn")
     parser.add_argument("--keep", action="store_true", help="keep the learners' reports and logs")
+    parser.add_argument("--out", type=Path, default=RESULTS / "class.json",
+                        help="result file (default: %(default)s); reruns go beside it, e.g. class-8-reruns.json")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("bench_class runs learners as system users of their own: run it as root", file=sys.stderr)
@@ -202,9 +204,11 @@ def main() -> int:
     rows: list[dict] = []
     try:
         for kernel in args.kernels.split(","):
+            sittings: dict[int, int] = {}  # --learners 8,8,8: three classes of eight, one after another
             for n in (int(x) for x in args.learners.split(",")):
+                sittings[n] = sittings.get(n, 0) + 1
                 print(f"{kernel}: {n} learner(s) at once", file=sys.stderr)
-                batch = one_class(kernel, n, args.case, out, args.queue_wait)
+                batch = one_class(kernel, n, args.case, out, args.queue_wait, sittings[n])
                 rows += batch
                 print("  " + ", ".join(f"{r['learner']} {r['outcome']} {r['wall_s']:.0f} s lab {r['lab_peak_pss_mb']:.0f} MB"
                                        for r in batch), file=sys.stderr)
@@ -215,21 +219,22 @@ def main() -> int:
             shutil.rmtree(out, ignore_errors=True)
     classes = []
     for kernel in args.kernels.split(","):
-        for n in sorted({r["learners"] for r in rows if r["kernel"] == kernel}):
-            batch = [r for r in rows if r["kernel"] == kernel and r["learners"] == n]
-            classes.append({"kernel": kernel, "learners": n, "class_wall_s": batch[0]["class_wall_s"],
+        for n, sitting in sorted({(r["learners"], r["sitting"]) for r in rows if r["kernel"] == kernel}):
+            batch = [r for r in rows if r["kernel"] == kernel and r["learners"] == n and r["sitting"] == sitting]
+            classes.append({"kernel": kernel, "learners": n, "sitting": sitting, "class_wall_s": batch[0]["class_wall_s"],
                             "learner_wall_s_max": max(r["wall_s"] for r in batch),
                             "passed": sum(r["outcome"] == "pass" for r in batch),
                             "busy": sum(r["outcome"] == "busy" for r in batch),
                             "wrong_or_error": sum(r["outcome"] not in ("pass", "busy") for r in batch),
                             "lab_peak_pss_mb_max": max(r["lab_peak_pss_mb"] for r in batch),
                             "learner_peak_pss_mb_max": max(r["learner_peak_pss_mb"] for r in batch)})
-    print(table(classes, [("kernel", "kernel", ""), ("learners", "N", "d"), ("class_wall_s", "class wall s", ".0f"),
+    print(table(classes, [("kernel", "kernel", ""), ("learners", "N", "d"), ("sitting", "sitting", "d"),
+                          ("class_wall_s", "class wall s", ".0f"),
                           ("learner_wall_s_max", "slowest learner s", ".0f"), ("passed", "pass", "d"),
                           ("busy", "busy", "d"), ("wrong_or_error", "wrong/error", "d"),
                           ("lab_peak_pss_mb_max", "lab MB (max)", ".0f"),
                           ("learner_peak_pss_mb_max", "learner MB (max)", ".0f")]))
-    path = save("class", rows, classes=classes, case=args.case,
+    path = save_to(args.out, rows, classes=classes, case=args.case,
                 command=" ".join(["bench/bench_class.py", *sys.argv[1:]]))
     print(f"saved {path}")
     return 0 if all(c["wrong_or_error"] == 0 for c in classes) else 1

@@ -108,8 +108,17 @@ def test_same_parameters_reuse_the_recorded_run_unless_fresh(recorded, dirs, mon
             patched.setattr("tcplab.lab.NetPath.start", lambda self: pytest.fail("a reused run built a path"))
         again = CaseLab(CASE, mode="live", **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
     assert (again.run.dir == first.run.dir) == reusable(first)
-    fresh = CaseLab(CASE, mode="live", fresh=True, **dirs).run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
+    fresh_lab = CaseLab(CASE, mode="live", fresh=True, **dirs)
+    fresh = fresh_lab.run("sndbuf-16KB", small(sndbuf="16KB"), path=SPEC)
     assert fresh.run.dir != first.run.dir and fresh.run.key == first.run.key
+    # Fresh means none from before this execution: the same variant asked for again in it, here
+    # as the first of its repetitions (whose key is the single run's), is the run it just made.
+    with monkeypatch.context() as patched:
+        patched.setattr("tcplab.lab.NetPath.start", lambda self: pytest.fail("a run of this execution was made again"))
+        repeated = fresh_lab.run("sndbuf-16KB#1", small(sndbuf="16KB"), path=SPEC, repetition=1)
+    assert repeated.run.dir == fresh.run.dir
+    index = json.loads((dirs["runs_dir"] / CASE / "index.json").read_text())
+    assert index["runs"]["sndbuf-16KB"] == index["runs"]["sndbuf-16KB#1"] == fresh.run.dir.name
 
 
 @pytest.mark.kernel
@@ -282,3 +291,14 @@ def test_a_variant_reruns_from_the_shell_with_its_key_and_the_case_reuses_it(roo
 def test_labels_write_values_as_the_parameters_do():
     assert [size_tag(v) for v in ("16KB", 262144, "4MB", 131071, "1KB")] == ["16KB", "256KB", "4MB", "131071", "1KB"]
     assert [ms_tag(v) for v in ("40ms", "0.5s", "2.5ms")] == ["40", "500", "2.5"]
+
+
+def test_a_repetition_of_a_lossy_path_draws_its_own_losses():
+    from tcplab.cases.lab import _drawn_anew
+
+    lossy = PathSpec(rtt="10ms", rate="100mbit", loss="1%")
+    # The delay line's losses follow its seed: the same seed would drop the same packets again.
+    assert [_drawn_anew(lossy, i).seed for i in (1, 2, 3)] == [1, 2, 3]
+    assert _drawn_anew(lossy, 1) is lossy  # the first is the single run, under its key
+    assert _drawn_anew(lossy, 2).loss == lossy.loss and _drawn_anew(lossy, 2).rtt == lossy.rtt
+    assert _drawn_anew(SPEC, 3) is SPEC  # nothing random to draw: the same path, the same key

@@ -195,7 +195,7 @@ class CaseLab:
             raise ParameterError("repetitions", times, "a whole number ≥ 1")
         if times == 1:
             return [self.run(label, workload, path=path, observe=observe)]
-        return [self.run(f"{label}#{i}", workload, path=path, observe=observe, repetition=i)
+        return [self.run(f"{label}#{i}", workload, path=_drawn_anew(path, i), observe=observe, repetition=i)
                 for i in range(1, times + 1)]
 
     # --- what the variants were -----------------------------------------------------------------------
@@ -236,6 +236,20 @@ def _spec(spec: PathSpec | Mapping[str, Any] | None, settings: Mapping[str, Any]
     if isinstance(spec, PathSpec):
         return spec
     return PathSpec(**dict(spec or settings))
+
+
+def _drawn_anew(path: PathLike, repetition: int) -> PathLike:
+    """The path of repetition ``repetition``: where the delay line draws random loss or jitter, a
+    draw of its own (the seed moved on by ``repetition`` − 1), since the same seed on the same
+    path drops the same packets again and a spread of such repeats measures nothing of loss's
+    luck. The first keeps the seed, so its key is the single run's. A path already up (a
+    NetPath) keeps its delay line, whose draws go on from one run to the next."""
+    if repetition == 1 or isinstance(path, (NetPath, ReplayedPath)):
+        return path
+    spec = _spec_of(path)
+    if not any(shape.loss or shape.jitter for shape in spec.shapes().values()):
+        return path
+    return spec.replaced(seed=spec.seed + repetition - 1)
 
 
 def _spec_of(path: PathLike) -> PathSpec:

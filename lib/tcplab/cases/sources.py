@@ -82,6 +82,10 @@ class LiveSource:
         self._backends: list[str] = []
         self._kernels: list[str] = []  # "6.1.176 (UML)": the kernels the variants ran on
         self._turn = Turn()  # the machine's measurement queue's turn the live path has
+        #: The runs this execution made or reused, by key: ``fresh`` asks for none from before it,
+        #: and a variant asked for twice in it (a single run, then the same point repeated for its
+        #: spread: repetition 1 has the single run's key) is the one run, not two.
+        self._this_execution: dict[str, Run] = {}
         self._case_runs = runs_root(runs_dir) / case_id
         if (self._case_runs / replay.INDEX).exists():
             # The index names what this execution of the case uses, so a variant a notebook
@@ -103,13 +107,15 @@ class LiveSource:
 
     def run(self, label: str, plan: RunPlan, workload: Any, observe: ObserveSpec, where: NetPath | PathSpec) -> Run:
         # Checked before a path is built: re-rendering a case costs no lab time.
-        run = reusable_run(self.case_id, plan.key, fresh=self.fresh, runs_dir=self.runs_dir)
+        run = self._this_execution.get(plan.key) or reusable_run(self.case_id, plan.key, fresh=self.fresh,
+                                                                 runs_dir=self.runs_dir)
         if run is None:
             with contextlib.nullcontext(where) if isinstance(where, NetPath) else self.path(where) as path:
                 run = Experiment(path, workload, case=self.case_id, runs_dir=self.runs_dir, observe=observe,
                                  plan=plan).run(tries=RUN_TRIES)
                 if (beside := self._turn.health()) is not None:  # it could not wait for the machine
                     run.amend_observe("health", judged(run.observe.get("health") or {}, measured_beside=beside))
+        self._this_execution[plan.key] = run
         self._index(runs={label: run.dir.name}, kernel=kernel_of(run))
         return run
 
