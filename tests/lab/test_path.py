@@ -4,6 +4,7 @@ import json
 import re
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -159,6 +160,23 @@ def test_rate_limit_holds(root):
     # TCP payload over 1514-byte frames is at most 95.6 % of the line rate.
     assert 0.80 * 20e6 <= put.bits_per_second <= 0.97 * 20e6
     assert put.cc == "cubic"
+
+
+def test_goodput_counts_what_arrived_read_or_not():
+    # A reader the machine keeps waiting leaves bytes in its queue: they arrived, and the count
+    # (the bytes read so far and those queued) says so between two clock readings.
+    server = socket.create_server(("127.0.0.1", 0))
+    with server, socket.create_connection(server.getsockname()) as reader:
+        writer, _ = server.accept()
+        with writer:
+            writer.sendall(b"x" * 5000)
+            deadline = time.monotonic() + 2
+            while fidelity._arrived(reader, 0)[1] < 5000 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            before, arrived, after = fidelity._arrived(reader, 0)
+            assert arrived == 5000 and before <= after
+            taken = len(reader.recv(3000))
+            assert fidelity._arrived(reader, taken)[1] == 5000  # read or queued, the same bytes
 
 
 def test_the_bare_ack_filter_drops_only_segments_without_payload(root, tmp_path):

@@ -28,6 +28,7 @@ from ..experiment import RunPlan
 from ..lab import NetPath, PathSpec
 from ..lab.kernels import AGENT_KERNELS, check_needs, choose_mode, on_kernel
 from ..observe import ObserveSpec
+from ..observe.health import late_worst_s
 from ..units import ParameterError
 from .sources import RUN_TRIES, LiveSource, ReplayedPath, ReplaySource, RunSource
 from .trial import Trial
@@ -171,6 +172,12 @@ class CaseLab:
         self._starting()
         value, self.measured[name] = self.source.measure(name, path, compute)
         return value
+
+    def late_s(self, name: str) -> float:
+        """The latest the path's delay line released a packet past its due time during measurement
+        ``name`` (:meth:`measure`; its kept health): how far the times it read can lag the line,
+        as :attr:`Trial.late_s` says of a run. 0 where no delay line ran."""
+        return late_worst_s(self.measured.get(name) or {})
 
     # --- variants -------------------------------------------------------------------------------------
     def run(self, label: str, workload: Any, *, path: PathLike, observe: ObserveSpec | Mapping[str, Any] | None = None,

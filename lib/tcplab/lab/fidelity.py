@@ -11,9 +11,11 @@ this process, so a probe needs no helper programs.
 
 from __future__ import annotations
 
+import fcntl
 import socket
 import statistics
 import struct
+import termios
 import threading
 import time
 from dataclasses import dataclass, field
@@ -137,28 +139,38 @@ def goodput(path: NetPath, seconds: float = 3.0, *, cc: str = "cubic", skip: flo
 
         sender = threading.Thread(target=send, daemon=True)
         sender.start()
-        received = 0
+        read = 0
         t_start = time.perf_counter()
-        counted_from = None
-        while True:
-            data = cli.recv(1 << 20)
+        first = last = None
+        while last is None:
+            read += len(cli.recv(1 << 20))
             now = time.perf_counter()
-            if counted_from is None:
+            if first is None:
                 if now - t_start >= skip:
-                    # This read's bytes arrived before now: the count starts after them (counted,
-                    # they put one read's worth above the line's ceiling, scores.below_line).
-                    counted_from, received = now, 0
-                continue
-            received += len(data)
-            if counted_from is not None and now - counted_from >= seconds:
-                break
+                    first = _arrived(cli, read)
+            elif now - first[2] >= seconds:
+                last = _arrived(cli, read)
         stop.set()
         cli.close()
         conn.close()
         sender.join(timeout=5)
     finally:
         srv.close()
-    return GoodputResult(received, now - counted_from, used_cc)
+    # From before the first reading to after the last: the widest span the two readings allow,
+    # so a reader the machine kept waiting between its clock and its count reads the rate low,
+    # never above the line.
+    return GoodputResult(last[1] - first[1], last[2] - first[0], used_cc)
+
+
+def _arrived(sock: socket.socket, read: int) -> tuple[float, int, float]:
+    """(a clock reading, the bytes that have arrived on ``sock`` by then, a clock reading after).
+    Arrived, not read: the ``read`` bytes the application took plus those still queued
+    (FIONREAD, the kernel's SIOCINQ). Counting reads instead counted the bytes that reached a
+    reader's queue while the machine kept it from its first clock reading as if they came after
+    it: one way a class of eight learners on two cores read 95.66 Mbit/s on a 95.64 Mbit/s line."""
+    before = time.perf_counter()
+    queued = struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+    return before, read + queued, time.perf_counter()
 
 
 def loss_share(path: NetPath, count: int = 400, interval: float = 0.002) -> float | None:
