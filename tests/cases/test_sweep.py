@@ -34,6 +34,14 @@ def test_build_labels_points_and_refuses_repeated_labels():
         sweep.build(dict(rtt=[10, 20]), make, name="same")
 
 
+def test_a_count_of_runs_is_checked_under_its_parameters_name():
+    assert sweep.whole_runs("loss_repetitions", 3) == 3
+    for bad in (0, -1, 2.5, "3", True, None):
+        with pytest.raises(ParameterError) as info:
+            sweep.whole_runs("loss_repetitions", bad)
+        assert info.value.name == "loss_repetitions" and "whole number" in info.value.accepted
+
+
 def _metrics(delivered, bin_s=0.1, recoveries=()):
     bins = pd.DataFrame({"time": [bin_s * i for i in range(len(delivered))], "delivered_bps": delivered})
     series = {"recoveries": pd.DataFrame(list(recoveries), columns=["start", "end"])}

@@ -27,7 +27,7 @@ from ..analysis import theory
 from ..units import ParameterError
 from .trial import Trial
 
-__all__ = ["Variant", "grid", "build", "run", "measure", "steady_goodput", "steady_rate", "acked", "line_share_without_loss", "segment_size",
+__all__ = ["Variant", "grid", "build", "whole_runs", "run", "measure", "steady_goodput", "steady_rate", "acked", "line_share_without_loss", "segment_size",
            "knee_from_slope", "budget_size", "COLUMNS"]
 
 #: What :func:`measure` adds to a variant's values, per trial.
@@ -277,6 +277,14 @@ def measure(trial: Trial) -> dict[str, Any]:
     }
 
 
+def whole_runs(name: str, value: Any) -> int:
+    """``value``, a notebook parameter ``name`` that counts runs, checked before any run: a whole
+    number ≥ 1, else a ParameterError that names the parameter."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParameterError(name, value, "a whole number ≥ 1")
+    return value
+
+
 def run(lab: Any, variants: Sequence[Variant], *, repetitions: int = 1,
         observe: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Run (or replay) every variant ``repetitions`` times through ``lab``; one row per trial.
@@ -284,8 +292,7 @@ def run(lab: Any, variants: Sequence[Variant], *, repetitions: int = 1,
     With one repetition a variant keeps its own label; with more, its trials are
     ``label#1`` … (as :meth:`CaseLab.repeat` names them).
     """
-    if not isinstance(repetitions, int) or repetitions < 1:
-        raise ParameterError("repetitions", repetitions, "a whole number ≥ 1")
+    repetitions = whole_runs("repetitions", repetitions)
     rows = []
     for variant in variants:
         if repetitions == 1:
