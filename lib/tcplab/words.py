@@ -26,6 +26,9 @@ from typing import Any, Iterator
 
 from .folders import COURSE_DIR, WORDS
 
+#: The kind of a lab kernel in its label: "(host)" after "6.18.44", "(user namespace)", "(UML)".
+_KERNEL_KIND = re.compile(r"(?<=\S )\(([A-Za-z][A-Za-z ]*)\)")
+
 __all__ = ["Messages", "messages", "default_language", "speaking", "languages", "template_fields", "choice_only_fields", "STRINGS_DIR",
            "words_dirs", "all_words", "DuplicateWords", "fill", "template_kinds",
            "SaidWhereItArose", "SaidByReason"]
@@ -244,6 +247,12 @@ class Messages:
         detail = self("parameter_error.why", why=self.error_phrase(why)) if why else ""
         return self("parameter_error.sentence", name=name, value=repr(value), detail=detail,
                     accepted=self.error_phrase(accepted))
+
+    def kernels(self, text: str | None) -> str:
+        """Lab kernels as a page names them ("6.18.44 (host), 6.1.176 (UML)", the English label a
+        run record and the scores keep) in this language: each kind in brackets after a release by
+        its key ``kernel_kind.<kind>``, the kind itself where no key has it."""
+        return _KERNEL_KIND.sub(lambda m: f"({self._or_itself('kernel_kind', m[1])})", text or "")
 
     def cell(self, text: str) -> str:
         """A table cell's words as a page shows them (``cell.<text>``, a row's name such as

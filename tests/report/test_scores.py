@@ -150,7 +150,8 @@ def test_the_reasons_for_another_kernel_are_said_in_the_pages_language(monkeypat
     english = scores_output(moved)["text/plain"]
     assert flush in english and limit in english
     said = scores_output(moved, language="zh")["text/plain"].splitlines()[-1]
-    reasons = said.split("：", 1)[1]  # after the kernels' names
+    kernels_said, reasons = said.split("：", 1)  # the kernels' names, then why
+    assert "6.18 (用户命名空间), 6.1.176 (UML)" in kernels_said  # each kernel's kind in the page's words
     assert "UML" in reasons and "TCP_METRICS_CMD_DEL" in reasons and "net.core.wmem_max 212992 → 4194304" in reasons
     # What stays Latin is what the machine names: no English word of the reasons is left.
     assert not re.search(r"[a-z]+ [a-z]+", reasons.replace("ip tcp_metrics flush", "")), reasons

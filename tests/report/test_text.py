@@ -25,6 +25,15 @@ def test_labels_translate_codes_and_keep_unknown_ones():
     assert t.label("backend", None) == "unknown"
 
 
+def test_a_lab_kernels_kind_is_said_in_the_pages_language():
+    zh, en = Messages("zh"), Messages("en")
+    label = "6.18.44 (host), 6.18.44 (user namespace), 6.1.176 (UML)"  # as runs and scores keep it
+    assert zh.kernels(label) == "6.18.44 (主机), 6.18.44 (用户命名空间), 6.1.176 (UML)"
+    assert en.kernels(label) == label
+    assert zh.kernels("6.18.44-fc-v657") == "6.18.44-fc-v657"  # a release alone has no kind to say
+    assert zh.kernels("6.9 (a kind no key has)") == "6.9 (a kind no key has)" and zh.kernels(None) == ""
+
+
 def test_a_check_name_built_from_parameters_is_translated_with_its_values():
     zh, en = Messages("zh"), Messages("en")
     # The course's defaults and values no run of it has used read the same way.

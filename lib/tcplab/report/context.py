@@ -49,7 +49,7 @@ class ReportContext:
     def environment_line(self, t: Messages | None = None) -> str:
         """One line for page footers, e.g. "Linux 6.1.0 · backend: netem · mode: live"."""
         t = t or self.messages()
-        return t("env.line", kernel=self.kernel, backend=self.backend_label(t),
+        return t("env.line", kernel=t.kernels(self.kernel), backend=self.backend_label(t),
                  mode=t.label("mode", self.mode))
 
     def backend_label(self, t: Messages | None = None) -> str:

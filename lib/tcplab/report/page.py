@@ -173,7 +173,7 @@ class CasePage:
             return t("page.banner.live_uml", why=t.error_phrase(lab.kernel_why), profile=lab.profile)
         if lab.mode == "live":
             return t("page.banner.live", profile=lab.profile)
-        return t("page.banner.replay", kernel=lab.kernels or "?", profile=lab.runs_profile or "?")
+        return t("page.banner.replay", kernel=t.kernels(lab.kernels) or "?", profile=lab.runs_profile or "?")
 
 
 @lru_cache(maxsize=64)

@@ -313,7 +313,7 @@ def moved_lines(scores: Scores, t: Messages) -> list[str]:
     # Each reason was written in English where it arose (lab.kernels), one a line; said in the
     # page's language here.
     why = t("scores.moved_separator").join(t.error_phrase(reason) for reason in moved.splitlines())
-    return [t("scores.moved", kernels=scores.environment.get("kernel", ""), why=why)]
+    return [t("scores.moved", kernels=t.kernels(scores.environment.get("kernel", "")), why=why)]
 
 
 def machine_lines(scores: Scores, t: Messages) -> list[str]:
