@@ -154,6 +154,25 @@ def test_an_aqm_is_built_where_the_kernel_has_it_and_refused_before_anything_whe
         assert info.value.name == "aqm" and set(netns.listed()) == before
 
 
+def test_a_namespace_whose_maker_did_not_answer_is_not_left_behind(root, monkeypatch):
+    # pyroute2 forks a child to make a namespace and waits for its answer; a slow kernel's child
+    # (UML, 2026-11-29) made it and answered late, and the namespace stayed.
+    from pyroute2 import config
+
+    assert config.default_communicate_timeout >= 30  # the wait that a slow UML kernel needs
+    name = f"{netns.PREFIX}t-late-{os.getpid()}"
+    made = netns._pr_netns.create
+
+    def late(ns, *args):
+        made(ns, *args)
+        raise TimeoutError("no response from the child")
+
+    monkeypatch.setattr(netns._pr_netns, "create", late)
+    with pytest.raises(TimeoutError):
+        netns.create(name)
+    assert not netns.exists(name) and netns.owner_of(name) is None
+
+
 def test_rate_limit_holds(root):
     with NetPath(rtt="4ms", rate="20mbit") as path:
         put = fidelity.goodput(path, seconds=2, skip=0.5)

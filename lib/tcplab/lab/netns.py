@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence, TypeVar
 
+from pyroute2 import config as _pr_config
 from pyroute2 import netns as _pr_netns
 
 from . import state
@@ -23,6 +24,11 @@ from .state import process_alive
 PREFIX = "tcplab-"
 NETNS_DIR = "/var/run/netns"
 _CLONE_NEWNET = 0x40000000
+
+#: How long pyroute2 waits for the child it forks to make a namespace (or a socket in one) to
+#: answer: 2 s by default, which a slow UML kernel's fork of this process overran (2026-11-29:
+#: system calls of 130 µs there), leaving the namespace made and unreported.
+_pr_config.default_communicate_timeout = max(_pr_config.default_communicate_timeout, 30)
 
 T = TypeVar("T")
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -36,7 +42,11 @@ def create(name: str) -> None:
     os.makedirs(OWNERS_DIR, exist_ok=True)
     with open(os.path.join(OWNERS_DIR, name), "w") as fh:
         fh.write(str(os.getpid()))
-    _pr_netns.create(name)
+    try:
+        _pr_netns.create(name)
+    except BaseException:
+        remove(name)  # a child that made it but did not answer in time leaves it behind
+        raise
 
 
 def owner_of(name: str) -> int | None:
