@@ -31,6 +31,7 @@ from ..observe import ObserveSpec
 from ..observe.health import late_worst_s
 from ..units import ParameterError
 from .sources import RUN_TRIES, LiveSource, ReplayedPath, ReplaySource, RunSource
+from .sweep import whole_runs
 from .trial import Trial
 
 __all__ = ["CaseLab", "ReplayedPath", "RUN_TRIES"]
@@ -198,9 +199,7 @@ class CaseLab:
                observe: ObserveSpec | Mapping[str, Any] | None = None) -> list[Trial]:
         """``times`` runs of one variant, labelled ``label#1`` …, for spreads and confidence
         bands; a single run is plain ``label``, as pages name it."""
-        if not isinstance(times, int) or times < 1:
-            raise ParameterError("repetitions", times, "a whole number ≥ 1")
-        if times == 1:
+        if whole_runs("repetitions", times) == 1:
             return [self.run(label, workload, path=path, observe=observe)]
         return [self.run(f"{label}#{i}", workload, path=_drawn_anew(path, i), observe=observe, repetition=i)
                 for i in range(1, times + 1)]
