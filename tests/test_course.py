@@ -120,16 +120,24 @@ def _failed_check(check: dict) -> str:
 def assert_live_course_held(result: subprocess.CompletedProcess, reports: Path) -> dict:
     """A live course run: every case passed, or the machine was too busy to judge it (status
     "busy", exit 4: its runs stayed disturbed after reruns, and the page says which and why).
-    That verdict is honest, not a pass: it is reported as a warning, and a run where most
-    cases were too busy to judge fails, since it tested nothing."""
+    That verdict is honest, not a pass: it is reported as a warning.
+
+    A busy case whose checks all held still tested the case: it ran to the end, and every check
+    held although the machine disturbed runs behind them. A busy case with a failed check tested
+    nothing, since the machine may explain the failure; a run where more than half the cases were
+    such fails. (CI on 2026-11-29, a VM whose hypervisor took 6–25 % of the CPU: 7 of 13 cases
+    busy, every check of every case held.)"""
     summary, failed = read_summary(reports, judged_elsewhere=("busy",))
     busy = {c["case_id"]: c["machine"]["disturbed"] for c in summary["cases"] if c["status"] == "busy"}
     assert not failed and result.returncode == (EXIT_BUSY if busy else 0), (
         failed, result.returncode, result.stdout[-3000:], result.stderr[-3000:])
     assert all(busy.values()), busy  # a busy case names its disturbed runs
-    assert len(busy) <= len(summary["cases"]) // 2, f"the machine was too busy to test the course: {busy}"
+    untested = {c["case_id"]: [_failed_check(x) for x in c["checks"] if not x["passed"]]
+                for c in summary["cases"] if c["status"] == "busy" and not all(x["passed"] for x in c["checks"])}
+    assert len(untested) <= len(summary["cases"]) // 2, (
+        f"the machine was too busy to test the course: {untested}; disturbed runs: {busy}")
     if busy:
-        warnings.warn(f"machine too busy, not judged: {busy}")
+        warnings.warn(f"machine too busy, not judged: {busy}; of these, checks failed in {untested}")
     return summary
 
 
