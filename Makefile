@@ -34,9 +34,11 @@ SHARDS      ?=
 PYTEST_ARGS ?=
 # The lab's own tests, run again inside the UML kernel (booting UML inside UML is not among them,
 # nor what a learner meets on the host: user namespaces, the roads' faults and the machine-wide
-# measurement queue are the host's, and their learners run UML themselves where they need it).
+# measurement queue are the host's, and their learners run UML themselves where they need it;
+# nor the lifecycle tests: how the lab's processes start, fail and are cleaned up is the same code
+# on any kernel, and on a slow machine's UML they took minutes of the leg).
 UML_LAB_TESTS := tests/lab tests/traffic tests/observe --ignore=tests/lab/test_uml.py --ignore=tests/lab/test_userns.py \
-                 --ignore=tests/lab/test_lab_faults.py --ignore=tests/lab/test_queue.py
+                 --ignore=tests/lab/test_lab_faults.py --ignore=tests/lab/test_queue.py -m "not lifecycle"
 
 # System tools the lab, the captures and the PDF rendering call.
 APT_PACKAGES := iproute2 iptables ethtool tcpdump tshark tcptrace iputils-ping procps curl iperf3 \

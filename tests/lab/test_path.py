@@ -54,6 +54,7 @@ def test_offloads_are_off_by_default_and_kept_on_request(root):
         assert gso(path)["generic-segmentation-offload"] == "on"
 
 
+@pytest.mark.lifecycle
 def test_two_paths_at_once_do_not_collide(root):
     with NetPath() as one, NetPath() as two:
         assert one.client.ns != two.client.ns
@@ -272,6 +273,7 @@ def test_host_guard_changes_and_restores(root):
     assert not sysctl.GUARD_RECORD.exists()
 
 
+@pytest.mark.lifecycle
 def test_teardown_on_exception(root):
     with pytest.raises(RuntimeError):
         with NetPath(rtt="10ms") as path:
@@ -296,6 +298,7 @@ def _start_runner():
     return proc, names
 
 
+@pytest.mark.lifecycle
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_teardown_on_signal(root, sig):
     before = sysctl.read("net.core.rmem_max")
@@ -306,6 +309,7 @@ def test_teardown_on_signal(root, sig):
     assert sysctl.read("net.core.rmem_max") == before
 
 
+@pytest.mark.lifecycle
 def test_kill_9_then_cleanup_leaves_no_trace(root):
     before = sysctl.read("net.core.rmem_max")
     proc, names = _start_runner()
@@ -322,6 +326,7 @@ def test_kill_9_then_cleanup_leaves_no_trace(root):
     assert cleanup().clean  # running it again finds nothing
 
 
+@pytest.mark.lifecycle
 def test_cleanup_leaves_live_runs_alone(root):
     proc, names = _start_runner()
     try:
@@ -333,6 +338,7 @@ def test_cleanup_leaves_live_runs_alone(root):
         proc.wait(timeout=20)
 
 
+@pytest.mark.lifecycle
 def test_not_root_is_refused_before_anything(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     # Without root, user namespaces or a UML kernel, nothing can build the path.

@@ -15,7 +15,7 @@ from tcplab.traffic import WORKLOADS, WorkloadFailed, WorkloadTimeout
 
 from .test_workloads import QUICK
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.lifecycle]
 
 
 @pytest.fixture(scope="module")

@@ -159,6 +159,7 @@ def test_buffer_above_the_host_limit_is_refused_before_any_process_starts(path, 
     assert not netns.pids(path.server.ns)
 
 
+@pytest.mark.lifecycle
 def test_a_busy_port_fails_the_launch_with_the_server_log(path, tmp_path):
     first = WORKLOADS["slowreader"](size="64KB", pause_after="1", pause_for="5s").launch(path, tmp_path / "first")
     try:
