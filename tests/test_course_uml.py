@@ -2,8 +2,8 @@
 the notebooks run here, every variant's path, traffic and capture run in that kernel.
 
 It runs each case's own runs, checks and answers, not the exercises (``--exercises skip``):
-their runs score nothing and took a third of this leg's time, and the host leg runs them
-live (``test_course``); every cell they leave unrun says so on the page.
+their runs score nothing and took a third of this leg's time (the host leg leaves them out
+too, ``test_course``); every cell they leave unrun says so on the page.
 
 ``UML_CASES`` are the cases whose scored checks are about the kernel rather than the line
 rate; docs/lab-kernels.md's table says what the others do there and why they are not in this leg.
