@@ -83,9 +83,10 @@ def test_a_netem_path_in_uml_delays_as_configured(kernel, monkeypatch):
         assert "netem" in qdiscs and "delay 10ms" in qdiscs, qdiscs
         rtts = kernel.call(fidelity.tcp_rtt, path, count=20)
         # netem never delays less than asked, and the kernel's lowest round trip (tcp_info's
-        # min_rtt) is the path's alone: at most the emulation's floor on top (health's base-RTT
-        # slack). The ping-pong's own samples add the program's system calls, which in UML on a
-        # slow machine cost 130-157 us each (median 26.5 ms on CI on 2026-11-29, min_rtt 20.4).
+        # min_rtt) is the path's alone: at most 1 ms on top (health.BASE_RTT_SLACK_S, the least
+        # slack health.base_rtt allows a run). The ping-pong's own samples add the program's
+        # system calls, which in UML on a slow machine cost 130-157 us each (median 26.5 ms on
+        # CI on 2026-11-29, min_rtt 20.4).
         assert 0.020 <= rtts.kernel_min_rtt <= 0.020 + health.BASE_RTT_SLACK_S, rtts
         assert path.describe()["kernel"] == {"kind": "uml", "release": kernel.release}
     assert kernel.call(lambda: __import__("tcplab.lab.path").lab.path.OPENED_FOR_HOST) == {}
