@@ -49,6 +49,8 @@ def test_slow_reader_shows_zero_window_and_a_full_receive_queue(root, tmp_path):
     # How much the machine disturbed the run, read in the lab's kernel around the transfer.
     health = run.observe["health"]
     assert health["wall_s"] >= 0.5 and isinstance(health["disturbed"], list)
+    # The lab's programs' lateness over the transfer, from the ss sampler's schedule: a share.
+    assert 0.0 <= health["programs_late_share"] < 1.0
     if env["backend"] == "delayline":  # both directions' delay lines, this run's packets only
         lines = health["delay_line"]
         assert len(lines) == 2 and all(q["count"] > 100 and q["late_p50_s"] <= q["late_p99_s"] for q in lines.values())

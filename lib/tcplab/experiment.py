@@ -234,19 +234,23 @@ class Experiment:
             writer.observe["capture"] = [stat.to_dict() for stat in capture.stats]
             for label, lines in capture.logs.items():
                 writer.write_log(f"tcpdump-{label}.log", "\n".join(lines) + "\n")
-        telemetry = None
+        telemetry = late = None
         if (sampler := observed.get("ss")) is not None:
             telemetry = sampler.frame()
             writer.write_table("telemetry.parquet", telemetry)
             writer.observe["telemetry"] = {"tool": "ss", "samples": sampler.sample_count,
                                            "interval_s": sampler.interval, "errors": sampler.errors}
+            # Over the workload's own time: a UML kernel starting and stopping programs around
+            # it runs them slowly, which the measurement does not see.
+            window = (app.start, app.end) if app is not None and None not in (app.start, app.end) else (None, None)
+            late = sampler.late_share(*window)
         if (counters := observed.get("counters")) is not None:
             writer.write_json("counters.json", counters)
         if (tracer := observed.get("trace")) is not None:
             writer.write_table("trace.parquet", tracer.frame())
             writer.observe["trace"] = tracer.summary()
         if (health := observed.get("health")) is not None:
-            writer.observe["health"] = health.summary(telemetry)
+            writer.observe["health"] = health.summary(telemetry, late)
         if (middlebox := observed.get("middlebox")) is not None:
             writer.observe["middlebox"] = dict(middlebox)
 

@@ -80,6 +80,14 @@ def test_wait_share_counts_new_processes_whole_and_judges_a_uml_kernel():
     assert reason.startswith("the UML kernel's processes waited")
 
 
+def test_the_lab_programs_lateness_judges_a_run_past_half_of_it():
+    limit = health.LIMITS["programs_late_share"]
+    assert health.verdict({"programs_late_share": limit * 0.9}) == []
+    assert health.verdict({"programs_late_share": 0.88}) == [
+        "the lab kernel ran its programs late for 88% of the run (the ss sampler's schedule; limit 50%)"]
+    assert health.verdict({"programs_late_share": None}) == []
+
+
 def test_base_rtt_allows_the_emulations_floor_and_a_packet_each_way():
     import pandas as pd
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import socket
+import sys
 import time
 
 import pandas as pd
 import pytest
 
 from tcplab.lab import NetPath
-from tcplab.observe import sockdiag
+from tcplab.observe import health, sockdiag
 from tcplab.observe.ss import COLUMNS, SsSampler, diag_row, parse_ss, ss_command
 
 # ss -tinmH from iproute2 6.1 on kernel 6.18, edited so that every parsed field appears.
@@ -190,6 +191,34 @@ def test_sampler_series_in_both_namespaces(root):
     assert len(server) >= 10
     assert server.bytes_acked.dropna().is_monotonic_increasing
     assert server.bytes_acked.max() <= (1 << 20) + 1
+
+
+@pytest.mark.kernel
+def test_a_sampler_held_from_its_schedule_says_for_how_much_of_the_run(root):
+    """The sampler's lateness (health's reading of a lab kernel that runs its programs late):
+    small while its thread gets the CPU on time; most of the run when the thread is held. Held
+    here for 1.2 s of ~1.8: the test's main thread keeps the GIL, as a saturated UML kernel
+    keeps its one CPU."""
+    with NetPath() as path:
+        with SsSampler({"client": path.client.ns}, 5313, interval=0.01) as quiet:
+            time.sleep(0.5)
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(5.0)  # the main thread gives up the GIL only after 5 s, or when it waits
+        try:
+            with SsSampler({"client": path.client.ns}, 5313, interval=0.01) as held:
+                time.sleep(0.4)
+                until = time.monotonic() + 1.2
+                while time.monotonic() < until:
+                    pass
+                time.sleep(0.2)
+        finally:
+            sys.setswitchinterval(switch)
+    assert quiet.errors == {} and held.errors == {}
+    assert quiet.late_share() < health.PROGRAMS_LATE_LIMIT / 2, quiet.late_share()
+    assert held.late_share() > health.PROGRAMS_LATE_LIMIT, held.late_share()
+    assert health.verdict({"programs_late_share": held.late_share()})[0].startswith(
+        "the lab kernel ran its programs late for")
+    assert health.verdict({"programs_late_share": quiet.late_share()}) == []
 
 
 def test_socket_rows_picks_one_sides_connected_socket_in_time_order():

@@ -242,6 +242,8 @@ class _Side:
     #: (asked, answered, the dump's socket records); turned into rows by ``frame()``, not while sampling.
     samples: list[tuple[float, float, list[dict[str, Any]]]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: (time.time() a dump started, how late against its schedule, s): see :meth:`SsSampler.late_share`.
+    starts: list[tuple[float, float]] = field(default_factory=list)
 
 
 class SsSampler:
@@ -278,10 +280,12 @@ class SsSampler:
             side.errors.append(repr(exc))
 
     def _loop(self, side: _Side) -> None:
-        next_at = time.monotonic()
+        due = time.monotonic()
         with sockdiag.DiagSocket() as diag:  # opened here: in the side's namespace
             while not self._stop.is_set():
+                started = time.monotonic()
                 stamp = time.time()
+                side.starts.append((stamp, max(started - due, 0.0)))
                 try:
                     sockets = diag.tcp_sockets(self.port)
                 except OSError as exc:
@@ -289,10 +293,11 @@ class SsSampler:
                         side.errors.append(repr(exc))
                 else:
                     side.samples.append((stamp, time.time(), sockets))
-                next_at += self.interval
-                # Fixed-rate schedule; when a dump ran late, skip ahead rather than burst.
-                next_at = max(next_at, time.monotonic())
-                self._stop.wait(next_at - time.monotonic())
+                # Fixed-rate schedule from the last dump that started on time; one that started
+                # late starts it again (no burst to catch up), so each start's lateness is time
+                # the thread was held that no earlier start counted.
+                due = max(due, started) + self.interval
+                self._stop.wait(due - time.monotonic())
 
     def stop(self) -> None:
         self._stop.set()
@@ -303,6 +308,24 @@ class SsSampler:
     @property
     def sample_count(self) -> int:
         return sum(len(side.samples) for side in self.sides)
+
+    def late_share(self, start: float | None = None, end: float | None = None) -> float | None:
+        """The share of the time from ``start`` to ``end`` (time.time(); by default the whole
+        sampling) by which this sampler's dumps started late, on its most delayed side.
+
+        The sampler is a thread of the run's own process, in the lab's kernel, that asks for
+        the CPU every ``interval``: near 0 when that kernel runs its programs on time; when the
+        kernel holds its programs (a UML kernel whose one CPU the run saturates, a hypervisor
+        taking the machine), the time it held the next dump. None without a dump in the span."""
+        shares = []
+        for side in self.sides:
+            if not side.starts:
+                continue
+            lo = side.starts[0][0] if start is None else start
+            hi = side.starts[-1][0] if end is None else end
+            if hi > lo:
+                shares.append(sum(late for stamp, late in side.starts if lo <= stamp <= hi) / (hi - lo))
+        return max(shares) if shares else None
 
     @property
     def errors(self) -> dict[str, list[str]]:
