@@ -27,8 +27,9 @@ from tcplab.lab import uml
 #: kept the window at 58 384 B or more, where it should close below a segment); 09 and 11 held
 #: in all three. The others run live in the host leg (``test_course``) and in UML on demand
 #: (``make report KERNEL=uml``); docs/lab-kernels.md's table says what each does there. Such a
-#: day fails a UML run where it should say "machine too busy": the reading that tells is open
-#: (lab-kernels.md).
+#: day fails a UML run where it should say "machine too busy": the health reading of the lab's
+#: programs' lateness (2026-11-30) tells a UML kernel that stalls its programs; whether it tells
+#: one that forwards slowly but steadily is not measured (lab-kernels.md).
 UML_CASES = ("09-tcp-mem", "11-reading-ss")
 #: Seven cases without their exercises took 22 min here on 2026-11-29's slow machine; these
 #: two, about 4.5 min of notebook time (151-158 and 110-119 s). The limit leaves room for a
