@@ -11,10 +11,11 @@ taken before and after the run say how much:
   runnable, for a CPU (``run_delay`` in ``/proc/PID/task/TID/schedstat``), per second of the
   run. A UML kernel carries netem, the path and both ends in host processes: while they wait,
   netem's timers and every packet wait too;
-- **the lab's programs' lateness**, in the lab's kernel: the share of the run by which the ss
-  sampler's dumps, due every ``interval``, started late (:meth:`~tcplab.observe.ss.SsSampler.late_share`).
-  It is the one reading of a lab kernel that cannot run its own programs on time: a UML kernel
-  whose one CPU the run saturates waits for no host CPU, yet its programs, timers and netem wait;
+- **the lab's programs' lateness**, in the lab's kernel: the share of the workload's time (its
+  first write to its last read) by which the ss sampler's dumps, due every ``interval``, started
+  late (:meth:`~tcplab.observe.ss.SsSampler.late_share`). It is the one reading of a lab kernel
+  that cannot run its own programs on time: a UML kernel whose one CPU the run saturates waits
+  for no host CPU, yet its programs, timers and netem wait;
 - **CPU pressure** (``/proc/pressure/cpu``, PSI "some"): the share of the run's time in which at
   least one runnable task waited for a CPU; and **steal** (``/proc/stat``): time a hypervisor
   gave this machine's CPUs to someone else. Either is absent where the kernel does not offer it.

@@ -293,9 +293,9 @@ class SsSampler:
                         side.errors.append(repr(exc))
                 else:
                     side.samples.append((stamp, time.time(), sockets))
-                # Fixed-rate schedule from the last dump that started on time; one that started
-                # late starts it again (no burst to catch up), so each start's lateness is time
-                # the thread was held that no earlier start counted.
+                # The next dump is due one interval after the later of this one's due time and
+                # its start: a late start moves the schedule on (no burst to catch up), so each
+                # start's lateness is time the thread was held that no earlier start counted.
                 due = max(due, started) + self.interval
                 self._stop.wait(due - time.monotonic())
 
